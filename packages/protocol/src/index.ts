@@ -1,0 +1,34 @@
+export {
+  type Chat,
+  type ChatMessage,
+  ChatMessageSchema,
+  ChatSchema,
+  type Role,
+  RoleSchema,
+} from './messages.js';
+export { type SamplingParams, type SamplingParamsInput, SamplingParamsSchema } from './sampling.js';
+export {
+  FAILED_TOOL_STATUSES,
+  isToolFailure,
+  type ToolCall,
+  ToolCallParseErrorKindSchema,
+  type ToolCallParseFailure,
+  ToolCallParseFailureSchema,
+  ToolCallSchema,
+  type ToolOutcome,
+  ToolOutcomeSchema,
+  type ToolStatus,
+  ToolStatusSchema,
+} from './tool.js';
+export {
+  type FinishReason,
+  FinishReasonSchema,
+  type Group,
+  GroupSchema,
+  type ToolCallRecord,
+  ToolCallRecordSchema,
+  type Trajectory,
+  TrajectorySchema,
+  type Turn,
+  TurnSchema,
+} from './trajectory.js';
