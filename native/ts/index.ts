@@ -1,0 +1,57 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The raw addon: `modules()` plus one namespace object per registered C++ component. */
+export interface NativeAddon {
+  modules(): string[];
+  [component: string]: unknown;
+}
+
+export class NativeLoadError extends Error {
+  override readonly name = 'NativeLoadError';
+  readonly code = 'NATIVE_NOT_FOUND' as const;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** native/ whether this file runs from ts/ (source) or dist/ (built). */
+const packageRoot = resolve(here, '..');
+const require = createRequire(import.meta.url);
+let cached: NativeAddon | undefined;
+
+/**
+ * Loads the addon once: `AGENTRL_NATIVE_PATH` when set, then `build/Release/agentrl.node`, then
+ * `build/Debug/agentrl.node`. On failure throws one error that lists what was tried and how to fix it.
+ */
+export function loadNative(): NativeAddon {
+  if (cached) return cached;
+  const candidates = [
+    process.env.AGENTRL_NATIVE_PATH,
+    resolve(packageRoot, 'build/Release/agentrl.node'),
+    resolve(packageRoot, 'build/Debug/agentrl.node'),
+  ].filter((p): p is string => typeof p === 'string' && p.length > 0);
+  const failures: string[] = [];
+  for (const path of candidates) {
+    if (!existsSync(path)) {
+      failures.push(`${path}: not found`);
+      continue;
+    }
+    try {
+      cached = require(path) as NativeAddon;
+      return cached;
+    } catch (err) {
+      failures.push(`${path}: ${(err as Error).message}`);
+    }
+  }
+  throw new NativeLoadError(
+    [
+      'agentrl: the native addon could not be loaded. Tried:',
+      ...failures.map((f) => `  - ${f}`),
+      'Fix one of:',
+      '  - build it: `pnpm --filter @agentrl/native build` (needs cmake >= 3.18 and a C++17 compiler: apt-get install cmake g++)',
+      '  - point AGENTRL_NATIVE_PATH at a built agentrl.node',
+      '  - after a Node upgrade, rebuild: `rm -rf native/build && pnpm --filter @agentrl/native build`',
+    ].join('\n'),
+  );
+}
