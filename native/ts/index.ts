@@ -6,7 +6,21 @@ import { fileURLToPath } from 'node:url';
 /** The raw addon: `modules()` plus one namespace object per registered C++ component. */
 export interface NativeAddon {
   modules(): string[];
+  backends(): NativeBackendInfo[];
+  /** Comma-separated backends CMake compiled in, e.g. `cpu,cuda,hip`. */
+  builtBackends: string;
   [component: string]: unknown;
+}
+
+/** One native backend: `compiled` (built into this addon) and `runnable` (a device is usable here). */
+export interface NativeBackendInfo {
+  name: 'cpu' | 'cuda' | 'hip';
+  compiled: boolean;
+  runnable: boolean;
+  /** Devices the runtime reports (1 for the CPU). */
+  devices: number;
+  /** Device name, threading, or why the backend cannot run. */
+  detail: string;
 }
 
 export class NativeLoadError extends Error {
@@ -54,4 +68,16 @@ export function loadNative(): NativeAddon {
       '  - after a Node upgrade, rebuild: `rm -rf native/build && pnpm --filter @agentrl/native build`',
     ].join('\n'),
   );
+}
+
+let backendsCache: NativeBackendInfo[] | undefined;
+
+/**
+ * What the native addon was compiled with and what can run on this machine, e.g. on a CI box with
+ * nvcc but no GPU: `{ name: 'cuda', compiled: true, runnable: false, detail: '... no usable device ...' }`.
+ * Probing a GPU runtime happens once per process.
+ */
+export function listBackends(): NativeBackendInfo[] {
+  backendsCache ??= loadNative().backends();
+  return backendsCache.map((b) => ({ ...b }));
 }
