@@ -1,0 +1,62 @@
+import type { SamplingParams } from '@agentrl/protocol';
+
+/** One generation request: continue `tokenIds` (the full sequence so far) for one turn. */
+export interface GenerateRequest {
+  /**
+   * Stable id of the trajectory. Engines keep its KV cache (or prefix cache) between turns, so a
+   * later turn only prefills the tokens appended since the last one.
+   */
+  cacheId: string;
+  /** The whole sequence so far: prompt, earlier turns, appended tool responses. */
+  tokenIds: readonly number[];
+  params: SamplingParams;
+  /** Cancels the request; the adapter then throws a RolloutError with code ABORTED. */
+  signal?: AbortSignal;
+}
+
+/** What the engine sampled for one turn: only the new tokens. */
+export interface GenerateResult {
+  tokenIds: number[];
+  /** Sampling logprob of each new token under the engine's sampling distribution. */
+  logprobs: number[];
+  /** `stop`: a stop token or string ended the turn (it is included); `length`: maxNewTokens hit. */
+  finishReason: 'stop' | 'length';
+}
+
+/** What an engine says about its load; null where the engine does not report a figure. */
+export interface EngineLoad {
+  /** Total KV-cache capacity in tokens. */
+  kvCapacityTokens: number | null;
+  /** Fraction of the KV cache in use, 0..1. */
+  kvUsage: number | null;
+  /** Requests running now. */
+  running: number | null;
+  /** Requests queued in the engine. */
+  waiting: number | null;
+}
+
+/** How new policy weights reach an engine. */
+export type WeightUpdate =
+  /** In-process: swap the model object the generator samples from (native and ONNX adapters). */
+  | { kind: 'in-process'; model: unknown }
+  /** A directory holding HF-layout safetensors + config.json the server can read. */
+  | { kind: 'disk'; path: string };
+
+/**
+ * One inference engine as the agent loop and the scheduler see it. Every adapter (native in-process,
+ * vLLM, SGLang, ONNX Runtime) implements this. Failures are thrown as RolloutError with an ENGINE_*
+ * code; the agent loop turns them into a trajectory finish reason.
+ */
+export interface EngineAdapter {
+  /** Human-readable name for logs, e.g. `vllm@http://10.0.0.3:8000`. */
+  readonly name: string;
+  generate(request: GenerateRequest): Promise<GenerateResult>;
+  /** The trajectory ended: free what the engine keeps for `cacheId`. Never throws. */
+  release(cacheId: string): Promise<void>;
+  /** The engine's own load report. */
+  load(): Promise<EngineLoad>;
+  /** Sync new policy weights. */
+  updateWeights(update: WeightUpdate): Promise<void>;
+  /** Free resources (connections, native handles). */
+  close(): Promise<void>;
+}
