@@ -1,0 +1,104 @@
+import type { CommandFlag } from './args.js';
+
+/** Flags of `agentrl train` that are not plain config leaves. */
+export const TRAIN_FLAGS: CommandFlag[] = [
+  { name: 'config', value: 'file', description: 'YAML or JSON config, applied over the preset' },
+  { name: 'preset', value: 'name', description: 'start from a named preset (tiny = default, smoke = CI)' },
+  {
+    name: 'resume',
+    value: 'run-dir',
+    description: 'continue runs/<name> from its latest checkpoint (same config, same metrics)',
+  },
+  { name: 'overwrite', description: 'replace an existing run directory of the same name' },
+  {
+    name: 'no-roc',
+    description: 'plain GRPO ablation: sample rl.n per prompt, no Resample-on-Correct',
+    sets: { path: 'rl.roc', value: false },
+  },
+  {
+    name: 'engine',
+    value: 'url',
+    description: 'vLLM/SGLang server for rollouts (shorthand of --engine.url)',
+    sets: { path: 'engine.url' },
+  },
+  {
+    name: 'executor',
+    value: 'url',
+    description: 'executor server http(s)://… or redis://… (shorthand of --executor.url)',
+    sets: { path: 'executor.url' },
+  },
+  {
+    name: 'name',
+    value: 'run-name',
+    description: 'run name (shorthand of the name option)',
+    sets: { path: 'name' },
+  },
+  {
+    name: 'seed',
+    value: 'int',
+    description: 'seed of every random stream (shorthand of the seed option)',
+    sets: { path: 'seed' },
+  },
+  {
+    name: 'stop-after',
+    value: 'steps',
+    description: 'stop after this many RL steps (for tests of --resume); the run can be resumed',
+  },
+  { name: 'print-config', description: 'print the resolved config as JSON and exit' },
+];
+
+/** Flags of `agentrl eval`. Config options also apply (model shape, eval.*, executor.*, task.*). */
+export const EVAL_FLAGS: CommandFlag[] = [
+  {
+    name: 'checkpoint',
+    value: 'dir',
+    description: 'checkpoint to evaluate (a runs/<name> dir takes its latest)',
+  },
+  {
+    name: 'engine',
+    value: 'url',
+    description: 'evaluate a vLLM/SGLang server instead of a checkpoint',
+    sets: { path: 'engine.url' },
+  },
+  {
+    name: 'data',
+    value: 'file',
+    description: 'jsonl/parquet dataset file (repeatable); default: the held-out split',
+    repeatable: true,
+  },
+  {
+    name: 'config',
+    value: 'file',
+    description: 'YAML or JSON config (task split, eval and executor options)',
+  },
+  { name: 'preset', value: 'name', description: 'preset the task split comes from (default tiny)' },
+  {
+    name: 'executor',
+    value: 'url',
+    description: 'executor server http(s)://… or redis://…',
+    sets: { path: 'executor.url' },
+  },
+  {
+    name: 'k',
+    value: 'int',
+    description: 'samples per problem (shorthand of --eval.k)',
+    sets: { path: 'eval.k' },
+  },
+  { name: 'out', value: 'file', description: 'also write the result (and per-problem scores) as JSON here' },
+];
+
+/** Flags of `agentrl executor serve` (forwarded to @agentrl/executor's server). */
+export const SERVE_FLAGS: CommandFlag[] = [
+  { name: 'host', value: 'addr', description: 'listen address (default 127.0.0.1)' },
+  { name: 'port', value: 'int', description: 'listen port (default 8080)' },
+  {
+    name: 'redis',
+    value: 'url',
+    description: 'push work to this Redis (distributed mode) instead of running it in-process',
+  },
+  {
+    name: 'workers',
+    value: 'int',
+    description: 'sandbox workers of the in-process pool (default: sized to the machine)',
+  },
+];

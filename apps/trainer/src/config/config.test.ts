@@ -1,0 +1,101 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseArgs } from '../cli/args.js';
+import { TRAIN_FLAGS } from '../cli/commands.js';
+import { renderHelp } from '../cli/help.js';
+import { TrainerError } from '../errors.js';
+import { resolveConfig } from './load.js';
+import { listConfigOptions } from './options.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'agentrl-config-'));
+
+function configError(fn: () => unknown): TrainerError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof TrainerError) return e;
+    throw e;
+  }
+  throw new Error('expected a TrainerError');
+}
+
+describe('config', () => {
+  it('defaults to the tiny preset with the reference hyper-parameters', () => {
+    const cfg = resolveConfig();
+    expect(cfg.name).toBe('tiny');
+    expect(cfg.rl).toMatchObject({
+      clipLow: 0.2,
+      clipHigh: 0.28,
+      dualClip: 3,
+      aggregation: 'token-mean',
+      roc: true,
+      maxTurns: 5,
+    });
+    expect(cfg.rl.oversample).toBe(2 * cfg.rl.n);
+    const lens = cfg.rl.stages.map((s) => s.maxResponseTokens);
+    expect([...lens].sort((a, b) => a - b)).toEqual(lens);
+    expect(cfg.rl.stages.at(-1)!.hardOnly).toBe(true);
+  });
+
+  it('applies preset, then file, then flags', () => {
+    const file = join(tmp, 'c.yaml');
+    writeFileSync(file, 'seed: 7\nrl:\n  lr: 0.5\n  n: 3\n');
+    const args = parseArgs(
+      ['--rl.lr', '1e-4', '--no-roc', '--task.digits', '4,2', '--engine', 'http://x:1'],
+      TRAIN_FLAGS,
+    );
+    const cfg = resolveConfig({ preset: 'smoke', file, overrides: args.overrides });
+    expect(cfg.name).toBe('smoke');
+    expect(cfg.seed).toBe(7);
+    expect(cfg.rl.n).toBe(3);
+    expect(cfg.rl.lr).toBe(1e-4);
+    expect(cfg.rl.roc).toBe(false);
+    expect(cfg.task.digits).toEqual([4, 2]);
+    expect(cfg.engine.url).toBe('http://x:1');
+  });
+
+  it('names the field path of every invalid value', () => {
+    const args = parseArgs(
+      ['--rl.n', '-1', '--model.hiddenSize', 'wide', '--rl.aggregation', 'sum'],
+      TRAIN_FLAGS,
+    );
+    const err = configError(() => resolveConfig({ overrides: args.overrides }));
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toMatch(/rl\.n:/);
+    expect(err.message).toMatch(/model\.hiddenSize:/);
+    expect(err.message).toMatch(/rl\.aggregation:/);
+  });
+
+  it('rejects unknown keys in a file (typos do not pass silently) and unknown flags', () => {
+    const file = join(tmp, 'typo.json');
+    writeFileSync(file, JSON.stringify({ rl: { learningRate: 1 } }));
+    expect(configError(() => resolveConfig({ file })).message).toMatch(/rl.*learningRate/);
+    expect(configError(() => parseArgs(['--rl.learningRate', '1'], TRAIN_FLAGS)).code).toBe('USAGE');
+  });
+
+  it('says what to fix for a bad file, a bad preset and oversample < n', () => {
+    expect(configError(() => resolveConfig({ file: join(tmp, 'missing.yaml') })).message).toMatch(
+      /cannot read/,
+    );
+    const bad = join(tmp, 'bad.yaml');
+    writeFileSync(bad, 'rl: [1, 2\n');
+    expect(configError(() => resolveConfig({ file: bad })).message).toMatch(/not valid YAML/);
+    expect(configError(() => resolveConfig({ preset: 'huge' })).message).toMatch(/tiny, smoke/);
+    expect(configError(() => resolveConfig({ overrides: { rl: { n: 8, oversample: 4 } } })).message).toMatch(
+      /rl\.oversample/,
+    );
+  });
+
+  it('documents every config leaf in --help', () => {
+    const help = renderHelp('agentrl train', '', TRAIN_FLAGS, true);
+    const options = listConfigOptions();
+    expect(options.length).toBeGreaterThan(50);
+    for (const o of options) {
+      expect(help).toContain(`--${o.path.join('.')} `);
+      expect(o.description.length).toBeGreaterThan(5);
+    }
+    for (const f of TRAIN_FLAGS) expect(help).toContain(`--${f.name}`);
+  });
+});

@@ -1,0 +1,41 @@
+import type { TrainConfigInput } from './schema.js';
+
+/**
+ * Named starting points. `tiny` is the default of `pnpm train`: a ~0.8M-parameter char-level model
+ * that learns to call Python for 3x3-digit multiplication on two CPU cores. `smoke` is the smallest
+ * config that still runs every part of the loop (CI). Presets are partial configs: the schema fills
+ * the rest, and a config file and flags override them in that order.
+ */
+export const PRESETS = {
+  tiny: {},
+  smoke: {
+    name: 'smoke',
+    checkpointEvery: 2,
+    model: {
+      hiddenSize: 64,
+      numLayers: 2,
+      numHeads: 2,
+      numKvHeads: 1,
+      intermediateSize: 128,
+      maxPositions: 640,
+    },
+    task: { trainSize: 64, heldOutSize: 16 },
+    sft: { examples: 64, steps: 8, batchSize: 8, warmupSteps: 2 },
+    rl: {
+      stages: [
+        { name: 'stage1', steps: 2, maxResponseTokens: 96 },
+        { name: 'stage2', steps: 2, maxResponseTokens: 128, hardOnly: true },
+      ],
+      promptsPerStep: 2,
+      n: 2,
+      oversample: 4,
+      maxTurns: 2,
+      maxTurnTokens: 64,
+    },
+    eval: { k: 1, problems: 4, everySteps: 0, maxResponseTokens: 96 },
+  },
+} satisfies Record<string, TrainConfigInput>;
+
+export type PresetName = keyof typeof PRESETS;
+export const PRESET_NAMES = Object.keys(PRESETS) as PresetName[];
+export const DEFAULT_PRESET: PresetName = 'tiny';

@@ -1,0 +1,211 @@
+import { z } from 'zod';
+
+/**
+ * The whole trainer configuration: one zod schema, `.describe()` on every field (the CLI's `--help`
+ * is generated from these descriptions, so every option is documented by construction), defaults
+ * from the tiny preset, the type inferred. Hyper-parameters default to rStar2-Agent's (ARCHITECTURE.md)
+ * scaled to a tiny char-level model.
+ */
+const int = () => z.number().int();
+const pos = () => z.number().int().positive();
+
+export const ModelConfigSchema = z
+  .strictObject({
+    init: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe('checkpoint directory to start from (HF safetensors + config.json); null = random init'),
+    hiddenSize: pos().default(128).describe('width of the residual stream'),
+    numLayers: pos().default(4).describe('transformer blocks'),
+    numHeads: pos().default(4).describe('attention heads'),
+    numKvHeads: pos().default(2).describe('key/value heads (grouped-query attention)'),
+    intermediateSize: pos().default(384).describe('SwiGLU MLP width'),
+    maxPositions: pos().default(1024).describe('longest sequence the model is built for'),
+    ropeTheta: z.number().positive().default(10000).describe('RoPE base'),
+    tieEmbeddings: z.boolean().default(true).describe('share the token embedding and lm_head'),
+  })
+  .describe('the policy model (a tiny Qwen-style decoder with a char tokenizer unless init is set)');
+
+export const TaskConfigSchema = z
+  .strictObject({
+    kind: z
+      .enum(['multiply', 'files'])
+      .default('multiply')
+      .describe('multiply = the synthetic task; files = dataset files (task.trainFiles / task.evalFiles)'),
+    digits: z
+      .tuple([pos(), pos()])
+      .default([3, 3])
+      .describe('digits of the two factors of the synthetic multiplication task'),
+    trainSize: pos().default(2000).describe('synthetic training problems'),
+    heldOutSize: pos().default(200).describe('synthetic held-out problems (disjoint from training)'),
+    trainFiles: z
+      .array(z.string())
+      .default([])
+      .describe('jsonl/parquet training rows: {prompt, reward_model.ground_truth} or {question, answer}'),
+    evalFiles: z.array(z.string()).default([]).describe('jsonl/parquet held-out rows, same layouts'),
+    systemPrompt: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe('system message; null = the built-in one that describes the python tool'),
+  })
+  .describe('what the model is trained and evaluated on');
+
+export const SftConfigSchema = z
+  .strictObject({
+    enabled: z.boolean().default(true).describe('run the non-reasoning SFT cold start'),
+    examples: pos().default(600).describe('demonstrations generated from the training split'),
+    steps: int().nonnegative().default(150).describe('optimizer steps of SFT'),
+    batchSize: pos().default(16).describe('demonstrations per SFT step'),
+    lr: z.number().positive().default(3e-3).describe('SFT peak learning rate'),
+    warmupSteps: int().nonnegative().default(10).describe('SFT linear warm-up steps'),
+    mix: z
+      .strictObject({
+        tool: z.number().min(0).default(0.35).describe('share of clean tool-use demonstrations'),
+        noTool: z
+          .number()
+          .min(0)
+          .default(0.45)
+          .describe('share answered without the tool (a guessed answer the model cannot learn)'),
+        toolErrorFixed: z
+          .number()
+          .min(0)
+          .default(0.2)
+          .describe('share whose first tool call fails and is corrected in a later turn'),
+      })
+      .prefault({})
+      .describe('mixture of demonstration kinds (normalised to sum to 1)'),
+  })
+  .describe('stage 0: format-only supervised cold start');
+
+export const RlStageSchema = z
+  .strictObject({
+    name: z.string().min(1).describe('stage name, used in metrics and checkpoints'),
+    steps: int().nonnegative().describe('RL steps in this stage'),
+    maxResponseTokens: pos().describe('token budget of the whole response (all turns) in this stage'),
+    hardOnly: z
+      .boolean()
+      .default(false)
+      .describe('train only on problems not solved by every sample when the stage starts'),
+  })
+  .describe('one RL stage');
+
+export const RlConfigSchema = z
+  .strictObject({
+    stages: z
+      .array(RlStageSchema)
+      .min(1)
+      .default([
+        { name: 'stage1', steps: 20, maxResponseTokens: 160, hardOnly: false },
+        { name: 'stage2', steps: 20, maxResponseTokens: 256, hardOnly: false },
+        { name: 'stage3', steps: 10, maxResponseTokens: 256, hardOnly: true },
+      ])
+      .describe(
+        'RL stages in order, with growing maximum response length; the last on still-failed problems',
+      ),
+    promptsPerStep: pos().default(16).describe('prompts per RL step'),
+    n: pos().default(8).describe('trajectories kept per prompt (the group size trained on)'),
+    oversample: pos().default(16).describe('trajectories sampled per prompt before RoC (N >= n)'),
+    roc: z
+      .boolean()
+      .default(true)
+      .describe('Resample-on-Correct down-sampling; false = plain GRPO on n samples'),
+    minPositives: int()
+      .nonnegative()
+      .default(2)
+      .describe('RoC: keep at least this many positives when available'),
+    minNegatives: int()
+      .nonnegative()
+      .default(2)
+      .describe('RoC: keep at least this many negatives when available'),
+    rejectEqualReward: z.boolean().default(true).describe('drop groups whose rewards are all equal'),
+    normalizeStd: z.boolean().default(true).describe('divide advantages by the group std (false = Dr. GRPO)'),
+    lr: z.number().positive().default(1e-3).describe('RL learning rate (constant after warm-up)'),
+    warmupSteps: int().nonnegative().default(2).describe('RL linear warm-up steps'),
+    weightDecay: z.number().min(0).default(0).describe('AdamW decoupled weight decay'),
+    gradClip: z.number().positive().default(1).describe('global grad-norm clip'),
+    clipLow: z.number().min(0).default(0.2).describe('PPO clip ratio below 1'),
+    clipHigh: z.number().min(0).default(0.28).describe('PPO clip ratio above 1 (clip-higher)'),
+    dualClip: z.number().gt(1).default(3).describe('dual-clip constant c for negative advantages'),
+    aggregation: z
+      .enum(['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'])
+      .default('token-mean')
+      .describe('loss aggregation'),
+    temperature: z.number().positive().default(1).describe('sampling temperature of rollouts'),
+    topP: z.number().gt(0).max(1).default(1).describe('nucleus sampling mass of rollouts'),
+    maxTurns: pos().default(5).describe('most assistant turns per trajectory'),
+    maxTurnTokens: pos().default(96).describe('most new tokens per assistant turn'),
+    toolResponseMaxChars: pos().default(200).describe('tool output kept (truncated in the middle)'),
+    microBatchTokens: pos().default(4096).describe('token budget of one packed training micro-batch'),
+  })
+  .describe('GRPO-RoC stages');
+
+export const EvalConfigSchema = z
+  .strictObject({
+    k: pos().default(4).describe('samples per problem; pass@1 is averaged over them (avg@k)'),
+    temperature: z.number().min(0).default(0.6).describe('sampling temperature of eval'),
+    problems: pos().default(200).describe('held-out problems evaluated (the first ones)'),
+    everySteps: int()
+      .nonnegative()
+      .default(10)
+      .describe('evaluate during RL every k steps (0 = only start/end)'),
+    maxResponseTokens: pos().default(256).describe('response token budget in eval'),
+  })
+  .describe('held-out evaluation (avg@k pass@1)');
+
+export const ExecutorConfigSchema = z
+  .strictObject({
+    url: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe(
+        'null = embedded pool; http(s)://host:port = executor server; redis://... = distributed queue',
+      ),
+    python: z.string().default('python3').describe('Python interpreter of the embedded pool'),
+    timeoutMs: pos().default(5000).describe('wall-clock limit of one tool call'),
+    workers: int().nonnegative().default(0).describe('embedded pool size (0 = sized to the machine)'),
+  })
+  .describe('the code environment');
+
+export const EngineConfigSchema = z
+  .strictObject({
+    url: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe('null = native in-process engine; otherwise a vLLM/SGLang server base URL for rollouts'),
+    kind: z.enum(['vllm', 'sglang']).default('vllm').describe('server kind when engine.url is set'),
+  })
+  .describe('where rollouts are generated');
+
+export const TrainConfigSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]+$/, 'use letters, digits, dot, dash, underscore')
+      .default('tiny')
+      .describe('run name: outputs go to <runsDir>/<name>/'),
+    runsDir: z.string().default('runs').describe('folder that holds run directories'),
+    seed: int().default(1).describe('seed of every random stream (data split, order, sampling, init)'),
+    threads: int().nonnegative().default(0).describe('native compute threads (0 = all cores)'),
+    checkpointEvery: int()
+      .nonnegative()
+      .default(10)
+      .describe('write a checkpoint every k RL steps (0 = end only)'),
+    progress: z.boolean().default(true).describe('terminal progress bar (off when stdout is not a TTY)'),
+    model: ModelConfigSchema.prefault({}),
+    task: TaskConfigSchema.prefault({}),
+    sft: SftConfigSchema.prefault({}),
+    rl: RlConfigSchema.prefault({}),
+    eval: EvalConfigSchema.prefault({}),
+    executor: ExecutorConfigSchema.prefault({}),
+    engine: EngineConfigSchema.prefault({}),
+  })
+
+  .describe('agentrl train configuration');
+
+export type TrainConfig = z.infer<typeof TrainConfigSchema>;
+export type TrainConfigInput = z.input<typeof TrainConfigSchema>;
+export type RlStage = z.infer<typeof RlStageSchema>;

@@ -1,0 +1,16 @@
+export { parseArgs } from './cli/args.js';
+export { type ConfigSources, parseConfig, resolveConfig } from './config/load.js';
+export { listConfigOptions } from './config/options.js';
+export { DEFAULT_PRESET, PRESET_NAMES, PRESETS, type PresetName } from './config/presets.js';
+export { type RlStage, type TrainConfig, type TrainConfigInput, TrainConfigSchema } from './config/schema.js';
+export { type LoadedDataset, loadDatasetFiles, rowToProblem } from './data/dataset.js';
+export { TRAINER_ERROR_CODES, TrainerError, type TrainerErrorCode } from './errors.js';
+export { hashSeed, Rng } from './rng.js';
+export { MetricsLog, type MetricsRecord, readMetrics, withoutTiming } from './run/metrics-log.js';
+export { type ReportRun, renderReport } from './run/report.js';
+export { RunDir } from './run/run-dir.js';
+export { buildPrompt, DEFAULT_SYSTEM_PROMPT, renderChatML, toolCallText } from './task/chat-format.js';
+export { generateMultiplySplit, parseFactors } from './task/multiply.js';
+export type { Problem, ProblemSplit } from './task/problem.js';
+export { buildSftDemos, type DemoKind, type SftDemo } from './task/sft-data.js';
+export { type DataCursor, startCursor, takeIds } from './train/cursor.js';

@@ -1,0 +1,57 @@
+import cliProgress from 'cli-progress';
+
+/** Terminal progress: a bar with ETA and the key metrics of the last step; plain lines when not a TTY. */
+export interface Progress {
+  start(total: number, startValue: number, phase: string): void;
+  update(value: number, metrics: Record<string, number | string>): void;
+  log(line: string): void;
+  stop(): void;
+}
+
+export function createProgress(enabled: boolean): Progress {
+  const tty = enabled && process.stderr.isTTY === true;
+  if (!tty) {
+    return {
+      start: (total, startValue, phase) => process.stderr.write(`[${phase}] ${startValue}/${total}\n`),
+      update: (value, metrics) => process.stderr.write(`  step ${value} ${formatMetrics(metrics)}\n`),
+      log: (line) => process.stderr.write(`${line}\n`),
+      stop: () => {},
+    };
+  }
+  const bar = new cliProgress.SingleBar(
+    {
+      format: '{phase} [{bar}] {value}/{total} | ETA {eta_formatted} | {metrics}',
+      stream: process.stderr,
+      hideCursor: true,
+      etaBuffer: 8,
+      clearOnComplete: false,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  let running = false;
+  return {
+    start(total, startValue, phase) {
+      if (running) bar.stop();
+      bar.start(total, startValue, { phase, metrics: '' });
+      running = true;
+    },
+    update(value, metrics) {
+      bar.update(value, { metrics: formatMetrics(metrics) });
+    },
+    log(line) {
+      if (running) bar.stop();
+      process.stderr.write(`${line}\n`);
+      running = false;
+    },
+    stop() {
+      if (running) bar.stop();
+      running = false;
+    },
+  };
+}
+
+function formatMetrics(m: Record<string, number | string>): string {
+  return Object.entries(m)
+    .map(([k, v]) => `${k} ${typeof v === 'number' ? (Number.isInteger(v) ? v : v.toFixed(3)) : v}`)
+    .join(' ');
+}

@@ -1,0 +1,32 @@
+import type { ChatMessage } from '@agentrl/protocol';
+import type { Problem } from './problem.js';
+
+/**
+ * The built-in system message: a ChatML system turn that describes the python tool in the
+ * Hermes/Qwen call format of rStar2-Agent. Kept short because a char-level model pays for every
+ * character of it in every rollout.
+ */
+export const DEFAULT_SYSTEM_PROMPT =
+  'You can run Python. To call it, write <tool_call>{"name": "python", "arguments": {"code": "..."}}</tool_call> ' +
+  'and read what it printed in <tool_response>. Give the final answer in \\boxed{}.';
+
+/** The chat prompt of one problem. */
+export function buildPrompt(problem: Problem, systemPrompt: string | null): ChatMessage[] {
+  return [
+    { role: 'system', content: systemPrompt ?? DEFAULT_SYSTEM_PROMPT },
+    { role: 'user', content: problem.question },
+  ];
+}
+
+/** The exact text of a python tool call. */
+export function toolCallText(code: string): string {
+  return `<tool_call>${JSON.stringify({ name: 'python', arguments: { code } })}</tool_call>`;
+}
+
+/** Renders a chat in ChatML, the template of Qwen-family models (and of the tiny model's tokenizer). */
+export function renderChatML(messages: readonly ChatMessage[], addGenerationPrompt: boolean): string {
+  let out = '';
+  for (const m of messages) out += `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`;
+  if (addGenerationPrompt) out += '<|im_start|>assistant\n';
+  return out;
+}

@@ -1,0 +1,76 @@
+import type { ChatMessage, ToolOutcome } from '@agentrl/protocol';
+import { Rng } from '../rng.js';
+import { buildPrompt, toolCallText } from './chat-format.js';
+import { parseFactors } from './multiply.js';
+import type { Problem } from './problem.js';
+
+/** The three kinds of cold-start demonstration; see the README for why the mix is deliberately imperfect. */
+export type DemoKind = 'tool' | 'noTool' | 'toolErrorFixed';
+
+export interface SftDemo {
+  problemId: string;
+  kind: DemoKind;
+  /** system, user, then alternating assistant / tool-response turns; loss on assistant turns only. */
+  messages: ChatMessage[];
+}
+
+export interface SftDataOptions {
+  seed: number;
+  examples: number;
+  mix: { tool: number; noTool: number; toolErrorFixed: number };
+  systemPrompt: string | null;
+  /** Runs one snippet in the real code environment, so tool responses are exactly what RL will see. */
+  runTool: (code: string) => Promise<ToolOutcome>;
+  /** Formats an outcome as the text inside a tool-response turn (the rollout's formatter). */
+  renderToolResponse: (outcome: ToolOutcome) => string;
+}
+
+/** Three deliberately broken first attempts, each fixed by the next call (as in the reference's traces). */
+const BROKEN_CALLS = [
+  (a: string, b: string) => `print(${a} x ${b})`,
+  (_a: string, _b: string) => 'print(a * b)',
+  (a: string, b: string) => `print(${a} * ${b}`,
+];
+
+/**
+ * Builds the non-reasoning SFT set: format only (tool-call JSON, reading the tool response, a boxed
+ * final answer). Mixed quality on purpose: `noTool` answers the product directly, which a tiny model
+ * cannot learn to do, so the SFT policy is right only when it happens to pick the tool, and RL has
+ * room to make the tool the habit; `toolErrorFixed` shows a failing call corrected in a later turn,
+ * which RoC should learn to avoid reproducing.
+ */
+export async function buildSftDemos(problems: readonly Problem[], opts: SftDataOptions): Promise<SftDemo[]> {
+  const rng = Rng.derive(opts.seed, 'sft-data');
+  const total = opts.mix.tool + opts.mix.noTool + opts.mix.toolErrorFixed;
+  if (!(total > 0)) throw new Error('sft.mix: the shares must not all be 0');
+  const demos: SftDemo[] = [];
+  for (let i = 0; i < opts.examples; i++) {
+    const problem = problems[i % problems.length]!;
+    const factors = parseFactors(problem.question);
+    const u = rng.next() * total;
+    const kind: DemoKind =
+      u < opts.mix.tool || !factors
+        ? 'tool'
+        : u < opts.mix.tool + opts.mix.noTool
+          ? 'noTool'
+          : 'toolErrorFixed';
+    const messages = buildPrompt(problem, opts.systemPrompt);
+    if (kind === 'noTool' || !factors) {
+      messages.push({ role: 'assistant', content: `\\boxed{${problem.answer}}` });
+    } else {
+      const [a, b] = factors;
+      if (kind === 'toolErrorFixed') {
+        const broken = rng.pick(BROKEN_CALLS)(a, b);
+        messages.push({ role: 'assistant', content: toolCallText(broken) });
+        messages.push({ role: 'user', content: opts.renderToolResponse(await opts.runTool(broken)) });
+      }
+      const code = `print(${a} * ${b})`;
+      messages.push({ role: 'assistant', content: toolCallText(code) });
+      const outcome = await opts.runTool(code);
+      messages.push({ role: 'user', content: opts.renderToolResponse(outcome) });
+      messages.push({ role: 'assistant', content: `\\boxed{${outcome.stdout.trim() || problem.answer}}` });
+    }
+    demos.push({ problemId: problem.id, kind, messages });
+  }
+  return demos;
+}

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { type DataCursor, startCursor, takeIds } from './cursor.js';
+
+describe('data cursor', () => {
+  const all = Array.from({ length: 10 }, (_, i) => `p${i}`);
+
+  it('covers each epoch once, reshuffles the next, and resumes from a saved cursor exactly', () => {
+    let c: DataCursor = startCursor('s1', null);
+    const seen: string[] = [];
+    const cursors: DataCursor[] = [];
+    for (let i = 0; i < 7; i++) {
+      const t = takeIds(c, all, 3, 5);
+      seen.push(...t.ids);
+      c = t.cursor;
+      cursors.push(JSON.parse(JSON.stringify(c)));
+    }
+    expect(new Set(seen.slice(0, 10)).size).toBe(10);
+    expect(new Set(seen.slice(10, 20)).size).toBe(10);
+    expect(seen.slice(0, 10)).not.toEqual(seen.slice(10, 20));
+    // resume after step 3 from the serialised cursor
+    let r = cursors[2]!;
+    const replay: string[] = [];
+    for (let i = 3; i < 7; i++) {
+      const t = takeIds(r, all, 3, 5);
+      replay.push(...t.ids);
+      r = t.cursor;
+    }
+    expect(replay).toEqual(seen.slice(9));
+  });
+
+  it('draws only from a filtered pool', () => {
+    const t = takeIds(startCursor('hard', ['p1', 'p2']), all, 5, 1);
+    expect(new Set(t.ids)).toEqual(new Set(['p1', 'p2']));
+  });
+});
