@@ -43,17 +43,23 @@ export async function buildSftDemos(problems: readonly Problem[], opts: SftDataO
   const rng = Rng.derive(opts.seed, 'sft-data');
   const total = opts.mix.tool + opts.mix.noTool + opts.mix.toolErrorFixed;
   if (!(total > 0)) throw new Error('sft.mix: the shares must not all be 0');
+  // Exact shares (largest remainder), then shuffled: the mix is what the config says, not a coin flip.
+  const shares: [DemoKind, number][] = [
+    ['tool', opts.mix.tool / total],
+    ['noTool', opts.mix.noTool / total],
+    ['toolErrorFixed', opts.mix.toolErrorFixed / total],
+  ];
+  const counts = shares.map(([, s]) => Math.floor(s * opts.examples));
+  const byRemainder = shares
+    .map(([, s], i) => [s * opts.examples - counts[i]!, i] as const)
+    .sort((a, b) => b[0] - a[0]);
+  for (let r = 0; counts.reduce((a, b) => a + b, 0) < opts.examples; r++) counts[byRemainder[r]![1]]!++;
+  const kinds = rng.shuffle(shares.flatMap(([kind], i) => Array<DemoKind>(counts[i]!).fill(kind)));
   const demos: SftDemo[] = [];
   for (let i = 0; i < opts.examples; i++) {
     const problem = problems[i % problems.length]!;
     const factors = parseFactors(problem.question);
-    const u = rng.next() * total;
-    const kind: DemoKind =
-      u < opts.mix.tool || !factors
-        ? 'tool'
-        : u < opts.mix.tool + opts.mix.noTool
-          ? 'noTool'
-          : 'toolErrorFixed';
+    const kind: DemoKind = factors ? kinds[i]! : 'noTool';
     const messages = buildPrompt(problem, opts.systemPrompt);
     if (kind === 'noTool' || !factors) {
       messages.push({ role: 'assistant', content: `\\boxed{${problem.answer}}` });
