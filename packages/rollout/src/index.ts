@@ -23,7 +23,7 @@ export { isEngineFailure, RolloutError, RolloutErrorCode } from './errors.js';
 export { type CodeExecutor, createPythonTool, type PythonToolOptions } from './python-tool.js';
 export { createRollout, type Rollout, type RolloutOptions, type RolloutPrompt } from './rollout.js';
 export { createEngineScheduler, type EngineSchedulerOptions } from './scheduler/engine-scheduler.js';
-export { createKvAwareScheduler } from './scheduler/kv-aware-scheduler.js';
+export { createKvAwareScheduler, type KvAwareSchedulerOptions } from './scheduler/kv-aware-scheduler.js';
 export type {
   ScheduledEngine,
   Scheduler,

@@ -1,6 +1,15 @@
 import { RolloutError, RolloutErrorCode } from '../errors.js';
 import type { ScheduledEngine, Scheduler, SchedulerLease, SchedulerSnapshot } from './scheduler.js';
 
+export interface KvAwareSchedulerOptions {
+  /**
+   * Reservations may add up to `overcommit` × each engine's capacity. 1 (the default) guarantees
+   * that no engine ever overflows its KV cache, since every trajectory holds its worst case; most
+   * trajectories end far below it, so values above 1 buy batch size at the risk of preemptions.
+   */
+  overcommit?: number;
+}
+
 interface Waiter {
   tokens: number;
   grant: (index: number) => void;
@@ -13,14 +22,24 @@ interface Waiter {
  * recomputation) and load follows what is actually free rather than a static split. Waiters queue
  * FIFO and are woken by releases and capacity reports.
  */
-export function createKvAwareScheduler<E>(engines: readonly ScheduledEngine<E>[]): Scheduler<E> {
+export function createKvAwareScheduler<E>(
+  engines: readonly ScheduledEngine<E>[],
+  options: KvAwareSchedulerOptions = {},
+): Scheduler<E> {
   if (engines.length === 0) {
     throw new RolloutError(
       RolloutErrorCode.INVALID_CONFIG,
       'rollout: the scheduler needs at least one engine',
     );
   }
-  const capacity = engines.map((e) => e.capacityTokens);
+  const overcommit = options.overcommit ?? 1;
+  if (!(overcommit >= 1) || !Number.isFinite(overcommit)) {
+    throw new RolloutError(
+      RolloutErrorCode.INVALID_CONFIG,
+      `rollout: overcommit must be a finite number >= 1, got ${overcommit}; use 1 to never overflow an engine's KV cache`,
+    );
+  }
+  const capacity = engines.map((e) => e.capacityTokens * overcommit);
   const reserved = engines.map(() => 0);
   const active = engines.map(() => 0);
   const queue: Waiter[] = [];
@@ -106,7 +125,7 @@ export function createKvAwareScheduler<E>(engines: readonly ScheduledEngine<E>[]
       if (!(engineIndex in capacity)) {
         throw new RolloutError(RolloutErrorCode.INVALID_CONFIG, `rollout: no engine ${engineIndex}`);
       }
-      capacity[engineIndex] = capacityTokens;
+      capacity[engineIndex] = capacityTokens * overcommit;
       drain();
       // A shrink can leave waiters that can never fit anywhere: fail them instead of hanging.
       const most = maxCapacity();
