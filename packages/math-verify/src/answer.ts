@@ -1,0 +1,63 @@
+import type { Deadline } from './deadline.js';
+import type { Candidate } from './extract/candidate.js';
+import { candidateTiers } from './extract/extract.js';
+import { plainNumber } from './extract/plain.js';
+import type { Node } from './latex/ast.js';
+import { normalizeAnswer } from './latex/normalize.js';
+import { parseLatex } from './latex/parse.js';
+import { ParseFailure } from './latex/tokenize.js';
+
+/** An extracted answer: its text, and its parse when we could read it. */
+export interface Answer {
+  raw: string;
+  node: Node | null;
+}
+
+export function parseCandidate(text: string, deadline: Deadline, plain?: string): Node | null {
+  try {
+    if (plain !== undefined) {
+      const node = parseLatex(plain, deadline);
+      return text.endsWith('%') ? { k: 'pct', x: node } : node;
+    }
+    return parseLatex(normalizeAnswer(text), deadline);
+  } catch (e) {
+    if (e instanceof ParseFailure || e instanceof RangeError) return null;
+    throw e;
+  }
+}
+
+/**
+ * The first candidate, by priority, that parses. A formula that failed to parse also blocks the
+ * numbers inside it (no "2" out of a broken "\frac{2}{"), as in Math-Verify. When nothing parses,
+ * the first candidate comes back unparsed for string comparison.
+ */
+export function extractFrom(text: string, deadline: Deadline): Answer | null {
+  const tiers = candidateTiers(text, deadline);
+  let fallback: Candidate | null = null;
+  const failed: Candidate[] = [];
+  for (const tier of tiers) {
+    for (const c of tier) {
+      deadline.check();
+      if (c.kind === 'plain' && failed.some((f) => c.start < f.end && c.end > f.start)) continue;
+      fallback ??= c;
+      const node = parseCandidate(c.text, deadline, c.plainNumber);
+      if (node) return { raw: c.text, node };
+      if (c.kind === 'latex' || c.kind === 'boxed') failed.push(c);
+    }
+  }
+  return fallback ? { raw: fallback.text, node: null } : null;
+}
+
+const HAS_MARKUP = /\$|\\boxed|\\fbox|\\\[|\\\(|<answer>/;
+
+/** The gold answer: a bare answer read as is (decimal commas included), else extracted. */
+export function goldAnswer(gold: string, deadline: Deadline, bare: boolean): Answer | null {
+  const g = gold.trim();
+  if (bare && !HAS_MARKUP.test(g) && g.length > 0) {
+    const n = plainNumber(g.replace(/%$/, ''));
+    if (n !== null) return { raw: g, node: parseCandidate(g, deadline, n) };
+    const node = parseCandidate(g, deadline);
+    if (node) return { raw: g, node };
+  }
+  return extractFrom(gold, deadline);
+}

@@ -1,0 +1,306 @@
+import type { Deadline } from '../deadline.js';
+import type { Node } from '../latex/ast.js';
+import { canonicalNode } from '../latex/serialize.js';
+import { evaluate, isMat, NotNumeric, type Val } from '../math/evaluate.js';
+import { expandPm } from './expand.js';
+import { numbersClose } from './numbers.js';
+import { hasSymbols, isVariableLike, type Reduced, reduceRelation } from './reduce.js';
+import { SAMPLE_COUNT, sampleEnv, symbolsOf } from './sample.js';
+
+export interface CompareOptions {
+  deadline: Deadline;
+  /** Accept an inequality answer for an interval gold (Math-Verify's allow_set_relation_comp). */
+  allowSetRelation: boolean;
+}
+
+/** Is `pred` mathematically the same answer as `gold`? Gold and prediction are not symmetric. */
+export function answersEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
+  o.deadline.check();
+  if (gold.k === 'pct' || pred.k === 'pct') {
+    if (scalarEqual(gold, pred, o)) return true;
+    return answersEqual(unPct(gold), unPct(pred), o);
+  }
+  if (gold.k === 'rel' || pred.k === 'rel') return relationsEqual(gold, pred, o);
+  if (isCollection(gold) || isCollection(pred)) return collectionsEqual(gold, pred, o);
+  if (gold.k === 'setop' || pred.k === 'setop') return setOpsEqual(gold, pred, o);
+  if (gold.k === 'text' || pred.k === 'text') return textOf(gold) !== null && textOf(gold) === textOf(pred);
+  return scalarEqual(gold, pred, o);
+}
+
+const unPct = (n: Node): Node => (n.k === 'pct' ? n.x : n);
+const isCollection = (n: Node): boolean => n.k === 'list' || n.k === 'set' || n.k === 'tuple';
+
+function textOf(n: Node): string | null {
+  if (n.k === 'text')
+    return n.s
+      .replace(/\s+/g, ' ')
+      .trim()
+      .replace(/^\((.*)\)$/, '$1')
+      .toLowerCase();
+  if (n.k === 'sym') return n.name.toLowerCase();
+  if (n.k === 'mul' && !n.call && n.fs.every((f) => f.k === 'sym'))
+    return n.fs
+      .map((f) => (f as { name: string }).name)
+      .join('')
+      .toLowerCase();
+  return null;
+}
+
+function reduce(n: Node): Reduced {
+  if (n.k === 'rel') return reduceRelation(n);
+  return { k: 'value', value: n, name: null, equation: null };
+}
+
+function relationsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
+  const g = reduce(gold);
+  const p = reduce(pred);
+  if (g.k === 'value' && p.k === 'value') {
+    if (answersEqual(g.value, p.value, o)) return true;
+    return g.equation !== null && p.equation !== null && equationsEqual(g.equation, p.equation, o);
+  }
+  const ge = g.k === 'equation' ? eqNode(g.lhs, g.rhs) : g.k === 'value' ? g.equation : null;
+  const pe = p.k === 'equation' ? eqNode(p.lhs, p.rhs) : p.k === 'value' ? p.equation : null;
+  if ((g.k === 'equation' || p.k === 'equation') && ge && pe) return equationsEqual(ge, pe, o);
+  if (g.k === 'inequality' && p.k === 'inequality') return inequalitiesEqual(g, p, o);
+  // Asymmetry kept from Math-Verify: an inequality gold accepts the interval, not the reverse.
+  if (g.k === 'inequality' && p.k === 'value') {
+    const interval = toInterval(g);
+    return interval !== null && answersEqual(interval, p.value, o);
+  }
+  if (o.allowSetRelation && g.k === 'value' && p.k === 'inequality') {
+    const interval = toInterval(p);
+    return interval !== null && answersEqual(g.value, interval, o);
+  }
+  if (g.k === 'other' && p.k === 'other') return canonicalNode(g.node) === canonicalNode(p.node);
+  return false;
+}
+
+const eqNode = (lhs: Node, rhs: Node): Node => ({ k: 'rel', ops: ['='], parts: [lhs, rhs] });
+const difference = (a: Node, b: Node): Node => ({
+  k: 'add',
+  terms: [
+    { sign: 1, x: a },
+    { sign: -1, x: b },
+  ],
+});
+
+/** l1 = r1 and l2 = r2 are the same equation when l1 − r1 = c (l2 − r2) for a constant c ≠ 0. */
+function equationsEqual(a: Node, b: Node, o: CompareOptions): boolean {
+  if (a.k !== 'rel' || b.k !== 'rel') return false;
+  const [l1, r1] = a.parts.slice(-2) as [Node, Node];
+  const [l2, r2] = b.parts.slice(-2) as [Node, Node];
+  return proportional(difference(l1, r1), difference(l2, r2), 'any', o);
+}
+
+interface Constraint {
+  d: Node;
+  kind: 'strict' | 'weak' | 'ne';
+}
+
+function constraints(parts: Node[], ops: string[]): Constraint[] {
+  return ops.map((op, i) => {
+    const l = parts[i] as Node;
+    const r = parts[i + 1] as Node;
+    // every constraint as d > 0, d >= 0 or d != 0
+    if (op === '<') return { d: difference(r, l), kind: 'strict' };
+    if (op === '<=') return { d: difference(r, l), kind: 'weak' };
+    if (op === '>') return { d: difference(l, r), kind: 'strict' };
+    if (op === '>=') return { d: difference(l, r), kind: 'weak' };
+    return { d: difference(l, r), kind: 'ne' };
+  });
+}
+
+function inequalitiesEqual(
+  g: { parts: Node[]; ops: string[] },
+  p: { parts: Node[]; ops: string[] },
+  o: CompareOptions,
+): boolean {
+  const gc = constraints(g.parts, g.ops);
+  const pc = constraints(p.parts, p.ops);
+  if (gc.length !== pc.length) return false;
+  const used = new Set<number>();
+  return gc.every((a) => {
+    const j = pc.findIndex(
+      (b, idx) =>
+        !used.has(idx) &&
+        a.kind === b.kind &&
+        proportional(a.d, b.d, a.kind === 'ne' ? 'any' : 'positive', o),
+    );
+    if (j < 0) return false;
+    used.add(j);
+    return true;
+  });
+}
+
+const NEG_INF: Node = { k: 'add', terms: [{ sign: -1, x: { k: 'const', name: 'inf' } }] };
+const POS_INF: Node = { k: 'const', name: 'inf' };
+
+/** `a < x <= b` → (a, b]; `x >= 5` → [5, ∞). Null when the relation is not about one variable. */
+function toInterval(r: { parts: Node[]; ops: string[] }): Node | null {
+  const { parts, ops } = r;
+  const flip: Record<string, string> = { '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
+  if (ops.length === 1) {
+    let [l, r2] = parts as [Node, Node];
+    let op = ops[0] as string;
+    if (!isVariableLike(l) && isVariableLike(r2)) {
+      [l, r2] = [r2, l];
+      op = flip[op] ?? op;
+    }
+    if (!isVariableLike(l) || hasSymbols(r2)) return null;
+    if (op === '<') return { k: 'tuple', open: '(', close: ')', items: [NEG_INF, r2] };
+    if (op === '<=') return { k: 'tuple', open: '(', close: ']', items: [NEG_INF, r2] };
+    if (op === '>') return { k: 'tuple', open: '(', close: ')', items: [r2, POS_INF] };
+    if (op === '>=') return { k: 'tuple', open: '[', close: ')', items: [r2, POS_INF] };
+    return null;
+  }
+  if (ops.length !== 2) return null;
+  const [a, x, b] = parts as [Node, Node, Node];
+  if (!isVariableLike(x) || hasSymbols(a) || hasSymbols(b)) return null;
+  const up = ops.every((op) => op === '<' || op === '<=');
+  const down = ops.every((op) => op === '>' || op === '>=');
+  if (up)
+    return { k: 'tuple', open: ops[0] === '<' ? '(' : '[', close: ops[1] === '<' ? ')' : ']', items: [a, b] };
+  if (down)
+    return { k: 'tuple', open: ops[1] === '>' ? '(' : '[', close: ops[0] === '>' ? ')' : ']', items: [b, a] };
+  return null;
+}
+
+/** a = c·b at every sample point for one constant c (c ≠ 0; c > 0 when sign matters). */
+function proportional(a: Node, b: Node, sign: 'any' | 'positive', o: CompareOptions): boolean {
+  const names = [...symbolsOf(b, symbolsOf(a))];
+  let ratio: number | null = null;
+  let valid = 0;
+  for (let i = 0; i < (names.length === 0 ? 1 : SAMPLE_COUNT); i++) {
+    const env = sampleEnv(names, i, o.deadline);
+    const va = scalarValue(a, env, o);
+    const vb = scalarValue(b, env, o);
+    if (va === null || vb === null) continue;
+    if (va === 0 && vb === 0) continue;
+    if (va === 0 || vb === 0) return false;
+    const r = va / vb;
+    if (ratio === null) ratio = r;
+    else if (Math.abs(r - ratio) > 1e-8 * Math.max(1, Math.abs(ratio))) return false;
+    valid++;
+  }
+  if (ratio === null || valid < Math.min(3, names.length === 0 ? 1 : 3)) return false;
+  return sign === 'any' || ratio > 0;
+}
+
+function scalarValue(n: Node, env: Map<string, number>, o: CompareOptions): number | null {
+  try {
+    const v = evaluate(n, env, o.deadline);
+    if (isMat(v) || !Number.isFinite(v.f)) return null;
+    return v.f;
+  } catch (e) {
+    if (e instanceof NotNumeric || e instanceof RangeError) return null;
+    throw e;
+  }
+}
+
+/** Items of a list/set with ± expanded and nested lists flattened. */
+function items(n: Node): Node[] {
+  const raw = n.k === 'list' || n.k === 'set' ? n.items : [n];
+  return raw.flatMap((x) => (x.k === 'list' ? items(x) : expandPm(x)));
+}
+
+function itemEqual(g: Node, p: Node, o: CompareOptions): boolean {
+  if (g.k === 'rel' && p.k === 'rel') {
+    const gr = reduceRelation(g);
+    const pr = reduceRelation(p);
+    if (
+      gr.k === 'value' &&
+      pr.k === 'value' &&
+      gr.name &&
+      pr.name &&
+      canonicalNode(gr.name) !== canonicalNode(pr.name)
+    )
+      return false;
+  }
+  return answersEqual(g, p, o);
+}
+
+/** Same elements both ways (duplicates collapse, order ignored). */
+function sameSet(gs: Node[], ps: Node[], o: CompareOptions): boolean {
+  return (
+    gs.every((g) => ps.some((p) => itemEqual(g, p, o))) && ps.every((p) => gs.some((g) => itemEqual(g, p, o)))
+  );
+}
+
+function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
+  if (gold.k === 'tuple') {
+    if (pred.k === 'tuple') {
+      if (gold.items.length !== pred.items.length) return false;
+      if (gold.open !== pred.open || gold.close !== pred.close) return false;
+      return gold.items.every((g, i) => answersEqual(g, pred.items[i] as Node, o));
+    }
+    // (1,3) against {1,3}: the order must still match
+    if (pred.k === 'list' && gold.open === '(' && gold.close === ')')
+      return (
+        gold.items.length === pred.items.length &&
+        gold.items.every((g, i) => answersEqual(g, pred.items[i] as Node, o))
+      );
+    return false;
+  }
+  if (gold.k === 'list' || gold.k === 'set') {
+    if (pred.k !== 'list' && pred.k !== 'set') return false;
+    return sameSet(items(gold), items(pred), o);
+  }
+  // A single gold answer is never matched by a list of candidates.
+  return false;
+}
+
+function setOpsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
+  if (gold.k !== 'setop' || pred.k !== 'setop' || gold.op !== pred.op) return false;
+  if (gold.parts.length !== pred.parts.length) return false;
+  return sameSet(gold.parts, pred.parts, o);
+}
+
+function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
+  const gs = expandPm(gold);
+  const ps = expandPm(pred);
+  if (gs.length > 1 || ps.length > 1) {
+    if (gs.length !== ps.length) return false;
+    return (
+      gs.every((g) => ps.some((p) => scalarEqual(g, p, o))) &&
+      ps.every((p) => gs.some((g) => scalarEqual(g, p, o)))
+    );
+  }
+  const names = [...symbolsOf(pred, symbolsOf(gold))];
+  let valid = 0;
+  for (let i = 0; i < (names.length === 0 ? 1 : SAMPLE_COUNT); i++) {
+    const env = sampleEnv(names, i, o.deadline);
+    let a: Val;
+    let b: Val;
+    try {
+      a = evaluate(gold, env, o.deadline);
+      b = evaluate(pred, env, o.deadline);
+    } catch (e) {
+      if (e instanceof NotNumeric || e instanceof RangeError) {
+        if (names.length === 0) return false;
+        continue;
+      }
+      throw e;
+    }
+    if (isMat(a) || isMat(b)) {
+      if (!isMat(a) || !isMat(b)) return false;
+      if (a.rows.length !== b.rows.length) return false;
+      const cells = gold.k === 'matrix' && pred.k === 'matrix';
+      for (let r = 0; r < a.rows.length; r++) {
+        const ra = a.rows[r] ?? [];
+        const rb = b.rows[r] ?? [];
+        if (ra.length !== rb.length) return false;
+        for (let c = 0; c < ra.length; c++) {
+          const gn = cells ? gold.rows[r]?.[c] : undefined;
+          const pn = cells ? pred.rows[r]?.[c] : undefined;
+          if (!numbersClose(ra[c] as never, rb[c] as never, gn, pn)) return false;
+        }
+      }
+      valid++;
+      continue;
+    }
+    if (names.length > 0 && (!Number.isFinite(a.f) || !Number.isFinite(b.f))) continue;
+    if (!numbersClose(a, b, gold, pred)) return false;
+    valid++;
+  }
+  return names.length === 0 ? valid === 1 : valid >= 3;
+}

@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { MathVerifyError } from './errors.js';
+
+export const VerifyOptionsSchema = z
+  .object({
+    timeoutMs: z
+      .number()
+      .positive()
+      .max(60_000)
+      .describe('Budget of one verify call in ms; past it the answer counts as wrong (reason "timeout")'),
+    allowSetRelation: z
+      .boolean()
+      .describe(
+        "Accept an inequality (-2 <= x <= 7) for an interval gold ([-2, 7]); off keeps Math-Verify's anti-hack asymmetry",
+      ),
+    casFallback: z
+      .boolean()
+      .describe(
+        'Ask @cortex-js/compute-engine when our own parser cannot read an answer (short answers only)',
+      ),
+    goldIsAnswer: z
+      .boolean()
+      .describe(
+        'Read a gold without $, \\boxed or \\[ as the bare answer; off extracts from it like a response',
+      ),
+  })
+  .strict();
+
+export type VerifyOptions = z.infer<typeof VerifyOptionsSchema>;
+
+export const DEFAULT_VERIFY_OPTIONS: VerifyOptions = {
+  timeoutMs: 50,
+  allowSetRelation: false,
+  casFallback: true,
+  goldIsAnswer: true,
+};
+
+const cache = new WeakMap<object, VerifyOptions>();
+
+/** Defaults merged with the caller's options, validated once per options object. */
+export function resolveOptions(opts?: Partial<VerifyOptions>): VerifyOptions {
+  if (!opts) return DEFAULT_VERIFY_OPTIONS;
+  const hit = cache.get(opts);
+  if (hit) return hit;
+  const parsed = VerifyOptionsSchema.safeParse({ ...DEFAULT_VERIFY_OPTIONS, ...opts });
+  if (!parsed.success)
+    throw new MathVerifyError(
+      'INVALID_OPTIONS',
+      `math-verify: invalid options: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}; see VerifyOptionsSchema`,
+    );
+  cache.set(opts, parsed.data);
+  return parsed.data;
+}

@@ -1,0 +1,99 @@
+import type { Deadline } from '../deadline.js';
+import { LIMITS } from '../limits.js';
+import { type Candidate, percentAfter } from './candidate.js';
+
+interface Box {
+  start: number;
+  end: number;
+  body: string;
+}
+
+/**
+ * Every outermost `\boxed{...}` / `\fbox{...}` in one linear pass with a brace stack, so 100 KB of
+ * braces or a thousand unterminated `\boxed{` cost O(n). Unterminated boxes are ignored.
+ */
+export function findBoxes(text: string, deadline: Deadline): Box[] {
+  const open: { start: number; bodyStart: number; depth: number }[] = [];
+  const boxes: Box[] = [];
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    if ((i & 1023) === 0) deadline.check();
+    const c = text.charCodeAt(i);
+    if (c === 92 /* \ */) {
+      if (text.startsWith('boxed', i + 1) || text.startsWith('fbox', i + 1)) {
+        let j = i + (text.startsWith('boxed', i + 1) ? 6 : 5);
+        while (text[j] === ' ') j++;
+        if (text[j] === '{') {
+          open.push({ start: i, bodyStart: j + 1, depth });
+          depth++;
+          i = j;
+          continue;
+        }
+      }
+      if (text.charCodeAt(i + 1) !== 92) i++; // skip \{ and \}: not grouping braces
+      continue;
+    }
+    if (c === 123 /* { */) depth++;
+    else if (c === 125 /* } */) {
+      depth--;
+      const top = open[open.length - 1];
+      if (top && top.depth === depth) {
+        open.pop();
+        if (open.length === 0)
+          boxes.push({ start: top.start, end: i + 1, body: text.slice(top.bodyStart, i) });
+      }
+      if (depth < 0) {
+        depth = 0;
+        open.length = 0;
+      }
+    }
+  }
+  return boxes;
+}
+
+/** Text between two boxes that still reads as one answer list: punctuation, "and", "or". */
+function joinable(gap: string): boolean {
+  const g = gap
+    .replace(/\\text\{([^{}]*)\}/g, '$1')
+    .replace(/\\[()[\]]|\$|\\\\|\\q?quad|\\[,;:! ]/g, ' ')
+    .trim();
+  if (!/[A-Za-z0-9]/.test(g)) return true;
+  return g.length <= 60 && /\b(?:and|or)\b/i.test(g);
+}
+
+/**
+ * The last run of boxes that belong together ("\boxed{1}, \boxed{2} and \boxed{3}") as one
+ * candidate; earlier lone boxes are older attempts and are not joined.
+ */
+export function boxedCandidates(text: string, deadline: Deadline): Candidate[] {
+  const boxes = findBoxes(text, deadline);
+  if (boxes.length === 0) return [];
+  const out: Candidate[] = [];
+  let i = boxes.length - 1;
+  while (i >= 0) {
+    let j = i;
+    while (
+      j > 0 &&
+      i - j < LIMITS.maxJoined &&
+      joinable(text.slice((boxes[j - 1] as Box).end, (boxes[j] as Box).start))
+    )
+      j--;
+    const run = boxes.slice(j, i + 1);
+    const last = run[run.length - 1] as Box;
+    const pct = percentAfter(text, last.end);
+    const body = run.map((b) => `{${b.body}}`).join(' , ');
+    out.push({
+      text: run.length === 1 ? `${(run[0] as Box).body}${pct ? '\\%' : ''}` : body,
+      start: (run[0] as Box).start,
+      end: last.end + pct,
+      kind: 'boxed',
+    });
+    i = j - 1;
+  }
+  return out;
+}
+
+/** Count of final answers a response commits to: boxed runs and `<answer>` tags. */
+export function countBoxes(text: string, deadline: Deadline): number {
+  return findBoxes(text, deadline).length;
+}

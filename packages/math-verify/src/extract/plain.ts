@@ -1,0 +1,85 @@
+import type { Deadline } from '../deadline.js';
+import { type Candidate, percentAfter } from './candidate.js';
+
+/**
+ * Numbers and simple expressions in prose ("is 1,000.99€", "P(A) = 2/3."): runs of digits and
+ * operators that start after a space, "=", a currency sign or the start of the text, so "AZYUK2A"
+ * holds no answer. One global regex without nested ambiguity: linear.
+ */
+const RUN = /(?<=^|[\s=$€£¥₹:(])-?[\d.(][\d.,()+\-*/^×÷]*(?: [\d(+\-*/^×÷][\d.,()+\-*/^×÷]*)*/g;
+
+const THOUSANDS = /^(-?)([1-9]\d{0,2})((?:([ ,])\d{3})(?:\4\d{3})*)(\.\d+)?$/;
+const DECIMAL_COMMA = /^(-?\d+),(\d+)$/;
+const PLAIN = /^-?(?:\d+(?:\.\d+)?|\.\d+)$/;
+
+/** A canonical number for the plain forms, or null when the run is an expression. */
+export function plainNumber(run: string): string | null {
+  const t = THOUSANDS.exec(run);
+  if (t) return `${t[1]}${t[2]}${(t[3] ?? '').replace(/[ ,]/g, '')}${t[5] ?? ''}`;
+  const d = DECIMAL_COMMA.exec(run);
+  if (d) return `${d[1]}.${d[2]}`;
+  if (PLAIN.test(run)) return run;
+  return null;
+}
+
+function trimRun(run: string): string {
+  let s = run.replace(/[\s.,]+$/, '').replace(/[+\-*/^×÷(\s]+$/, '');
+  // drop unbalanced parentheses at the ends
+  const count = (ch: string) => s.split(ch).length - 1;
+  while (s.endsWith(')') && count(')') > count('(')) s = s.slice(0, -1).replace(/[\s.,]+$/, '');
+  while (s.startsWith('(') && count('(') > count(')')) s = s.slice(1);
+  return s;
+}
+
+export function plainCandidates(
+  text: string,
+  deadline: Deadline,
+  skip: { start: number; end: number }[],
+): Candidate[] {
+  const out: Candidate[] = [];
+  let k = 0;
+  for (const m of text.matchAll(RUN)) {
+    deadline.check();
+    const start = m.index ?? 0;
+    while (k < skip.length && (skip[k] as { end: number }).end <= start) k++;
+    const s = skip[k];
+    if (s && s.start <= start && start < s.end) continue;
+    const raw = trimRun(m[0]);
+    if (!/\d/.test(raw)) continue;
+    const lead = m[0].indexOf(raw);
+    const end = start + lead + raw.length;
+    const pct = percentAfter(text, end);
+    const n = plainNumber(raw);
+    if (n !== null) {
+      out.push({ text: n + (pct ? '%' : ''), start, end: end + pct, kind: 'plain', plainNumber: n });
+      continue;
+    }
+    if (/\d\s*[+\-*/^×÷]\s*[\d(.-]|\)\s*[+\-*/^×÷]/.test(raw)) {
+      out.push({
+        text: raw.replace(/×/g, '\\times ').replace(/÷/g, '\\div ') + (pct ? '%' : ''),
+        start,
+        end: end + pct,
+        kind: 'plain',
+      });
+      continue;
+    }
+    // "8, 30, 45": the last number of the run
+    const last = /(-?\d+(?:\.\d+)?)$/.exec(raw);
+    if (last)
+      out.push({ text: last[1] as string, start: end - (last[1] as string).length, end, kind: 'plain' });
+  }
+  return out;
+}
+
+const BARE_FRACTION = /-?\\[dt]?frac\{-?\d+(?:[.,]\d+)?\}\{-?\d+(?:[.,]\d+)?\}/g;
+
+/** `\frac{10}{9}` written outside any math delimiters (Math-Verify's latexFraction pattern). */
+export function bareFractions(text: string, skip: { start: number; end: number }[]): Candidate[] {
+  const out: Candidate[] = [];
+  for (const m of text.matchAll(BARE_FRACTION)) {
+    const start = m.index ?? 0;
+    if (skip.some((s) => s.start <= start && start < s.end)) continue;
+    out.push({ text: m[0], start, end: start + m[0].length, kind: 'latex' });
+  }
+  return out;
+}

@@ -1,0 +1,6 @@
+export { type AnswerFormat, answerFormat } from './answer-format.js';
+export { CAS_MAX_CHARS, warmCas } from './cas.js';
+export { DEFAULT_VERIFY_OPTIONS, type VerifyOptions, VerifyOptionsSchema } from './config.js';
+export { MathVerifyError, MathVerifyErrorCode } from './errors.js';
+export { LIMITS } from './limits.js';
+export { extractAnswer, type VerifyReason, type VerifyResult, verify, verifyBatch } from './verify.js';

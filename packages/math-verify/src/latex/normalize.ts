@@ -1,0 +1,58 @@
+import { PERCENT_WORDS, UNIT_AFTER_NUMBER } from './units.js';
+
+/**
+ * String-level clean-up of one extracted answer before tokenising: currency and dollar signs,
+ * degrees, thousands separators, percent words, unit words, mixed numbers, "and"/"or" between
+ * answers. Each rule is a single linear regex pass over a bounded string.
+ */
+const RULES: [RegExp, string][] = [
+  // control characters (a tab from a broken "\t" escape, NUL...) carry no maths
+  [/(?![\n\t])\p{Cc}/gu, ' '],
+  // a doubled backslash before a command is an escaping accident (\\frac), not a line break
+  [/(?<!\\)\\\\(?=[A-Za-z])/g, '\\'],
+  [/\\n(?![A-Za-z])/g, ' '],
+  [/\\\$/g, ''],
+  [/\$/g, ' '],
+  [/\\(?:dfrac|tfrac|cfrac)(?![A-Za-z])/g, '\\frac'],
+  [/\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°|\\degree(?![A-Za-z])/g, ''],
+  [/\^\s*\{\s*\\prime\s*\}|\^\s*\\prime/g, "'"],
+  // 14{,}916 and 11,\!111,\!100: thousands separators
+  [/(\d)\s*\{\s*,\s*\}\s*(?=\d)/g, '$1'],
+  [/(\d),\s*\\!\s*(?=\d{3})/g, '$1'],
+  [/(?<![\d.,([{])([1-9]\d{0,2})((?:,\d{3})+)(?![\d,)\]])/g, '$1$2:THOUSANDS'],
+  [PERCENT_WORDS, '%'],
+  [/(\\(?:text|mbox|textnormal|textrm|mathrm|textbf)\{[^{}]*\})\s*\^\s*\{?[23]\}?/g, '$1'],
+  [UNIT_AFTER_NUMBER, ''],
+  [/\binfinity\b/gi, '\\infty '],
+  // 3\frac{1}{2} is a mixed number, not a product
+  [/(?<![\d.}^_])(\d+)\s*\\frac\s*\{(\d+)\}\s*\{(\d+)\}/g, '($1+\\frac{$2}{$3})'],
+  [/\s+(?:and|or)\s+/gi, ' , '],
+  [/\)\s*(?:and|or)\s*\(/g, '),('],
+  [/^[\s.,;:]+|[\s.,;:]+$/g, ''],
+];
+
+export function normalizeAnswer(input: string): string {
+  let s = input;
+  for (const [re, to] of RULES) {
+    if (to === '$1$2:THOUSANDS') s = s.replace(re, (_m, a: string, b: string) => a + b.replace(/,/g, ''));
+    else s = s.replace(re, to);
+  }
+  return s;
+}
+
+/**
+ * The canonical string used for exact comparison: normalised, `\text{}` and spacing unwrapped,
+ * whitespace removed. Two answers with the same canonical string are equal without parsing.
+ */
+export function canonicalString(input: string): string {
+  return normalizeAnswer(input)
+    .replace(
+      /\\(?:text|textbf|textit|textrm|textnormal|mbox|mathrm|mathbf|operatorname|boxed)\s*\{([^{}]*)\}/g,
+      '$1',
+    )
+    .replace(/\\(?:left|right)(?![A-Za-z])/g, '')
+    .replace(/\\[,;:!]|\\quad|\\qquad|~/g, '')
+    .replace(/\s+/g, '')
+    .replace(/^\((.)\)$/, '$1')
+    .toLowerCase();
+}

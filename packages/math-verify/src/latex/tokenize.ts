@@ -1,0 +1,359 @@
+import type { Deadline } from '../deadline.js';
+import { LIMITS } from '../limits.js';
+
+export type Token =
+  | { k: 'num'; s: string }
+  | { k: 'id'; s: string }
+  | { k: 'cmd'; s: string }
+  | { k: 'op'; s: string }
+  | { k: 'text'; s: string }
+  | { k: 'begin'; s: string }
+  | { k: 'end'; s: string };
+
+export class ParseFailure extends Error {
+  override readonly name = 'ParseFailure';
+}
+
+/** Commands whose braced argument is prose (units, names, "and"): kept as one text token. */
+const TEXT_COMMANDS = new Set([
+  'text',
+  'textbf',
+  'textit',
+  'textrm',
+  'textnormal',
+  'mbox',
+  'textsf',
+  'texttt',
+  'hbox',
+]);
+/** Styling commands that wrap maths: dropped, their argument tokenised as usual. */
+const TRANSPARENT = new Set([
+  'mathrm',
+  'mathbf',
+  'mathit',
+  'mathsf',
+  'mathbb',
+  'mathcal',
+  'boldsymbol',
+  'bm',
+  'displaystyle',
+  'textstyle',
+  'left',
+  'right',
+  'bigl',
+  'bigr',
+  'Bigl',
+  'Bigr',
+  'big',
+  'Big',
+  'bigg',
+  'Bigg',
+  'biggl',
+  'biggr',
+  'boxed',
+  'fbox',
+  'overline',
+  'underline',
+  'vec',
+  'hat',
+  'bar',
+  'tilde',
+  'overrightarrow',
+  'limits',
+  'nolimits',
+]);
+/** Spacing commands: nothing. */
+const SPACES = new Set([
+  'quad',
+  'qquad',
+  'enspace',
+  'thinspace',
+  'medspace',
+  'thickspace',
+  'hfill',
+  'nonumber',
+]);
+/** Commands that can be glued to a following letter in sloppy output (`\quadx`, `\cdotx`). */
+const GLUABLE = ['qquad', 'quad', 'cdot', 'times', 'pm', 'mp', 'div', 'pi', 'infty', 'in', 'le', 'ge', 'neq'];
+
+function readBraced(src: string, open: number): { body: string; next: number } | null {
+  if (src[open] !== '{') return null;
+  let depth = 0;
+  for (let i = open; i < src.length; i++) {
+    const c = src[i];
+    if (c === '\\') {
+      i++;
+      continue;
+    }
+    if (c === '{') depth++;
+    else if (c === '}') {
+      depth--;
+      if (depth === 0) return { body: src.slice(open + 1, i), next: i + 1 };
+    }
+  }
+  return null;
+}
+
+function skipSpaces(src: string, i: number): number {
+  while (i < src.length && /\s/.test(src[i] as string)) i++;
+  return i;
+}
+
+/** Splits normalised LaTeX into tokens; bounded by `LIMITS.maxTokens`. */
+export function tokenize(src: string, deadline: Deadline): Token[] {
+  const out: Token[] = [];
+  let i = 0;
+  const push = (t: Token) => {
+    if (out.length >= LIMITS.maxTokens) throw new ParseFailure('too many tokens');
+    out.push(t);
+  };
+  while (i < src.length) {
+    deadline.check();
+    const c = src[i] as string;
+    if (/\s/.test(c)) {
+      i++;
+      continue;
+    }
+    if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(src[i + 1] ?? ''))) {
+      let j = i;
+      while (j < src.length && /[0-9]/.test(src[j] as string)) j++;
+      if (src[j] === '.' && /[0-9]/.test(src[j + 1] ?? '')) {
+        j++;
+        while (j < src.length && /[0-9]/.test(src[j] as string)) j++;
+      }
+      push({ k: 'num', s: src.slice(i, j) });
+      i = j;
+      continue;
+    }
+    if (/[A-Za-z]/.test(c)) {
+      push({ k: 'id', s: c });
+      i++;
+      continue;
+    }
+    if (c === '\\') {
+      const m = /^[A-Za-z]+/.exec(src.slice(i + 1, i + 40));
+      if (!m) {
+        const nx = src[i + 1] ?? '';
+        i += 2;
+        if (nx === '\\') push({ k: 'op', s: '\\\\' });
+        else if (nx === '{' || nx === '}') push({ k: 'op', s: `\\${nx}` });
+        else if (nx === '%') push({ k: 'op', s: '%' });
+        else if (nx === '|') push({ k: 'op', s: '|' });
+        // \, \! \; \: \  \$ are spacing or currency: nothing.
+        continue;
+      }
+      let name = m[0];
+      const known = (n: string) =>
+        TEXT_COMMANDS.has(n) ||
+        TRANSPARENT.has(n) ||
+        SPACES.has(n) ||
+        n === 'begin' ||
+        n === 'end' ||
+        KNOWN_COMMANDS.has(n);
+      if (!known(name)) {
+        const glued = GLUABLE.find((g) => name.startsWith(g) && name.length > g.length);
+        if (glued) name = glued;
+      }
+      i += 1 + name.length;
+      if (TEXT_COMMANDS.has(name)) {
+        const b = readBraced(src, skipSpaces(src, i));
+        if (!b) throw new ParseFailure(`\\${name} without a braced argument`);
+        push({ k: 'text', s: b.body });
+        i = b.next;
+      } else if (name === 'operatorname') {
+        const b = readBraced(src, skipSpaces(src, i));
+        if (!b) throw new ParseFailure('\\operatorname without argument');
+        push({ k: 'cmd', s: b.body.replace(/[\s*]/g, '') });
+        i = b.next;
+      } else if (name === 'begin' || name === 'end') {
+        const b = readBraced(src, skipSpaces(src, i));
+        if (!b) throw new ParseFailure(`\\${name} without environment name`);
+        i = b.next;
+        const env = b.body.replace(/\*$/, '');
+        if (name === 'begin' && env === 'array') {
+          const spec = readBraced(src, skipSpaces(src, i));
+          if (spec) i = spec.next;
+        }
+        push({ k: name, s: env });
+      } else if (TRANSPARENT.has(name) || SPACES.has(name)) {
+        // nothing: the argument (if any) is tokenised as ordinary maths
+      } else {
+        push({ k: 'cmd', s: name });
+      }
+      continue;
+    }
+    const uni = UNICODE[c];
+    if (uni) {
+      push(uni);
+      i++;
+      continue;
+    }
+    if (c === '<' && src[i + 1] === '=') {
+      push({ k: 'cmd', s: 'le' });
+      i += 2;
+      continue;
+    }
+    if (c === '>' && src[i + 1] === '=') {
+      push({ k: 'cmd', s: 'ge' });
+      i += 2;
+      continue;
+    }
+    if (c === '!' && src[i + 1] === '=') {
+      push({ k: 'cmd', s: 'neq' });
+      i += 2;
+      continue;
+    }
+    if ("+-*/^_()[]{}|,;=<>!&':%".includes(c)) {
+      push({ k: 'op', s: c });
+      i++;
+      continue;
+    }
+    // '$', '?', quotes and other stray characters carry no maths.
+    if (c === '$' || c === '"' || c === '`' || c === '.' || c === '?') {
+      i++;
+      continue;
+    }
+    throw new ParseFailure(`unexpected character ${JSON.stringify(c)}`);
+  }
+  return out;
+}
+
+const UNICODE: Record<string, Token> = {
+  '×': { k: 'cmd', s: 'times' },
+  '·': { k: 'cmd', s: 'cdot' },
+  '÷': { k: 'cmd', s: 'div' },
+  '≤': { k: 'cmd', s: 'le' },
+  '≥': { k: 'cmd', s: 'ge' },
+  '≠': { k: 'cmd', s: 'neq' },
+  '±': { k: 'cmd', s: 'pm' },
+  '∓': { k: 'cmd', s: 'mp' },
+  π: { k: 'cmd', s: 'pi' },
+  '∞': { k: 'cmd', s: 'infty' },
+  '√': { k: 'cmd', s: 'sqrt' },
+  '−': { k: 'op', s: '-' },
+  '≈': { k: 'cmd', s: 'approx' },
+  '∪': { k: 'cmd', s: 'cup' },
+  '∈': { k: 'cmd', s: 'in' },
+};
+
+/** Commands the parser understands; anything else fails the parse (and the string comparison decides). */
+export const KNOWN_COMMANDS = new Set([
+  'frac',
+  'dfrac',
+  'tfrac',
+  'cfrac',
+  'binom',
+  'dbinom',
+  'tbinom',
+  'sqrt',
+  'cdot',
+  'times',
+  'div',
+  'pm',
+  'mp',
+  'pi',
+  'infty',
+  'infinity',
+  'le',
+  'leq',
+  'leqslant',
+  'ge',
+  'geq',
+  'geqslant',
+  'lt',
+  'gt',
+  'neq',
+  'ne',
+  'approx',
+  'in',
+  'cup',
+  'cap',
+  'setminus',
+  'circ',
+  'degree',
+  'lvert',
+  'rvert',
+  'vert',
+  'lfloor',
+  'rfloor',
+  'lceil',
+  'rceil',
+  'langle',
+  'rangle',
+  'dots',
+  'ldots',
+  'cdots',
+  'to',
+  'rightarrow',
+  'Rightarrow',
+  'implies',
+  'iff',
+  'equiv',
+  'colon',
+  'mid',
+  'emptyset',
+  'varnothing',
+  'sin',
+  'cos',
+  'tan',
+  'sec',
+  'csc',
+  'cot',
+  'arcsin',
+  'arccos',
+  'arctan',
+  'sinh',
+  'cosh',
+  'tanh',
+  'ln',
+  'log',
+  'exp',
+  'lg',
+  'max',
+  'min',
+  'gcd',
+  'lcm',
+  'det',
+  'alpha',
+  'beta',
+  'gamma',
+  'delta',
+  'epsilon',
+  'varepsilon',
+  'zeta',
+  'eta',
+  'theta',
+  'vartheta',
+  'iota',
+  'kappa',
+  'lambda',
+  'mu',
+  'nu',
+  'xi',
+  'rho',
+  'sigma',
+  'tau',
+  'upsilon',
+  'phi',
+  'varphi',
+  'chi',
+  'psi',
+  'omega',
+  'Gamma',
+  'Delta',
+  'Theta',
+  'Lambda',
+  'Xi',
+  'Pi',
+  'Sigma',
+  'Phi',
+  'Psi',
+  'Omega',
+  'prime',
+  'angle',
+  'triangle',
+  'perp',
+  'parallel',
+  'sim',
+  'cong',
+]);

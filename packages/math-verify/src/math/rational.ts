@@ -1,0 +1,63 @@
+import { LIMITS } from '../limits.js';
+
+/** An exact rational with a positive denominator, in lowest terms. */
+export interface Rat {
+  readonly n: bigint;
+  readonly d: bigint;
+}
+
+function gcd(a: bigint, b: bigint): bigint {
+  let x = a < 0n ? -a : a;
+  let y = b < 0n ? -b : b;
+  while (y !== 0n) [x, y] = [y, x % y];
+  return x;
+}
+
+export function rat(n: bigint, d: bigint = 1n): Rat {
+  if (d === 0n) throw new RangeError('zero denominator');
+  if (d < 0n) {
+    n = -n;
+    d = -d;
+  }
+  const g = gcd(n, d);
+  return g > 1n ? { n: n / g, d: d / g } : { n, d };
+}
+
+/** Parses `123`, `0.25`, `.5` into an exact rational (decimal literals are exact decimals). */
+export function ratFromDecimal(text: string): Rat {
+  const [intPart = '', frac = ''] = text.split('.');
+  const digits = `${intPart}${frac}`.replace(/^0+(?=\d)/, '') || '0';
+  return rat(BigInt(digits), 10n ** BigInt(frac.length));
+}
+
+export const add = (a: Rat, b: Rat): Rat => rat(a.n * b.d + b.n * a.d, a.d * b.d);
+export const sub = (a: Rat, b: Rat): Rat => rat(a.n * b.d - b.n * a.d, a.d * b.d);
+export const mul = (a: Rat, b: Rat): Rat => rat(a.n * b.n, a.d * b.d);
+export const div = (a: Rat, b: Rat): Rat => rat(a.n * b.d, a.d * b.n);
+export const neg = (a: Rat): Rat => ({ n: -a.n, d: a.d });
+export const eq = (a: Rat, b: Rat): boolean => a.n === b.n && a.d === b.d;
+export const isInt = (a: Rat): boolean => a.d === 1n;
+
+function bits(x: bigint): number {
+  return (x < 0n ? -x : x).toString(2).length;
+}
+
+/** a^k for an integer k, or null when the exact result would exceed `LIMITS.maxExactBits`. */
+export function powInt(a: Rat, k: bigint): Rat | null {
+  if (k === 0n) return a.n === 0n ? null : rat(1n);
+  const abs = k < 0n ? -k : k;
+  const size = Math.max(bits(a.n), bits(a.d)) * Number(abs);
+  if (!Number.isFinite(size) || size > LIMITS.maxExactBits) return null;
+  if (k < 0n && a.n === 0n) return null;
+  const e = abs;
+  const r = rat(a.n ** e, a.d ** e);
+  return k < 0n ? div(rat(1n), r) : r;
+}
+
+export function toNumber(a: Rat): number {
+  const x = Number(a.n) / Number(a.d);
+  if (Number.isFinite(x)) return x;
+  // Huge numerator and denominator: scale both down before dividing.
+  const shift = BigInt(Math.max(0, Math.max(bits(a.n), bits(a.d)) - 1000));
+  return Number(a.n >> shift) / Number(a.d >> shift);
+}

@@ -1,0 +1,85 @@
+import { type Answer, extractFrom, goldAnswer } from './answer.js';
+import { casEqual } from './cas.js';
+import { answersEqual } from './compare/compare.js';
+import { resolveOptions, type VerifyOptions } from './config.js';
+import { Deadline, DeadlineExceeded } from './deadline.js';
+import { canonicalString } from './latex/normalize.js';
+
+/**
+ * Why a verdict came out as it did:
+ * - `equal`: the parsed answers are mathematically equal
+ * - `string-match`: the normalised strings are identical
+ * - `cas-equal`: compute-engine found them equal where our parser could not read one side
+ * - `not-equal`: both read, not equal
+ * - `no-answer`: the response holds no answer we could find
+ * - `gold-unreadable`: no answer could be read from the gold
+ * - `timeout`: the budget ran out (counted as wrong)
+ * - `internal-error`: a bug in the verifier (counted as wrong; never thrown)
+ */
+export type VerifyReason =
+  | 'equal'
+  | 'string-match'
+  | 'cas-equal'
+  | 'not-equal'
+  | 'no-answer'
+  | 'gold-unreadable'
+  | 'timeout'
+  | 'internal-error';
+
+export interface VerifyResult {
+  correct: boolean;
+  /** The answer taken from the response, as written (null when none was found). */
+  extracted: string | null;
+  reason: VerifyReason;
+}
+
+/**
+ * Is the final answer of `response` mathematically equal to `gold`? Never throws and never runs
+ * much past `timeoutMs` (see README, "Time budget"): a reward of 1 for `correct`, 0 otherwise.
+ */
+export function verify(gold: string, response: string, opts?: Partial<VerifyOptions>): VerifyResult {
+  const o = resolveOptions(opts);
+  const deadline = new Deadline(o.timeoutMs);
+  let pred: Answer | null = null;
+  try {
+    if (typeof gold !== 'string' || typeof response !== 'string')
+      return { correct: false, extracted: null, reason: 'internal-error' };
+    pred = extractFrom(response, deadline);
+    if (!pred) return { correct: false, extracted: null, reason: 'no-answer' };
+    const g = goldAnswer(gold, deadline, o.goldIsAnswer);
+    if (!g) return { correct: false, extracted: pred.raw, reason: 'gold-unreadable' };
+    if (canonicalString(g.raw) === canonicalString(pred.raw))
+      return { correct: true, extracted: pred.raw, reason: 'string-match' };
+    if (g.node && pred.node) {
+      const same = answersEqual(g.node, pred.node, { deadline, allowSetRelation: o.allowSetRelation });
+      return { correct: same, extracted: pred.raw, reason: same ? 'equal' : 'not-equal' };
+    }
+    if (o.casFallback && casEqual(g.raw, pred.raw, deadline) === true)
+      return { correct: true, extracted: pred.raw, reason: 'cas-equal' };
+    return { correct: false, extracted: pred.raw, reason: 'not-equal' };
+  } catch (e) {
+    const reason = e instanceof DeadlineExceeded ? 'timeout' : 'internal-error';
+    return { correct: false, extracted: pred?.raw ?? null, reason };
+  }
+}
+
+/** `verify` over many pairs; each pair gets its own budget. */
+export function verifyBatch(
+  items: readonly { gold: string; response: string }[],
+  opts?: Partial<VerifyOptions>,
+): VerifyResult[] {
+  return items.map((it) => verify(it.gold, it.response, opts));
+}
+
+/** The final answer of a response as written, or null (no comparison, same extraction as verify). */
+export function extractAnswer(
+  response: string,
+  opts?: Pick<Partial<VerifyOptions>, 'timeoutMs'>,
+): string | null {
+  const deadline = new Deadline(opts?.timeoutMs ?? 50);
+  try {
+    return extractFrom(response, deadline)?.raw ?? null;
+  } catch {
+    return null;
+  }
+}
