@@ -1,3 +1,10 @@
+export {
+  type BatchGenerator,
+  createNativeAdapter,
+  type NativeAdapterOptions,
+} from './adapters/native-adapter.js';
+export { createSglangAdapter } from './adapters/sglang-adapter.js';
+export { createVllmAdapter, type VllmAdapterOptions } from './adapters/vllm-adapter.js';
 export { type AgentLoopContext, runTrajectory, type TrajectoryJob, turnStops } from './agent-loop.js';
 export {
   CHATML_TEMPLATE,
@@ -20,6 +27,8 @@ export type {
   WeightUpdate,
 } from './engine-adapter.js';
 export { isEngineFailure, RolloutError, RolloutErrorCode } from './errors.js';
+export { createJsonClient, type JsonClient, type JsonClientOptions } from './http/json-client.js';
+export { metricSum, type PromSample, parsePrometheus } from './http/prometheus.js';
 export { type CodeExecutor, createPythonTool, type PythonToolOptions } from './python-tool.js';
 export { createRollout, type Rollout, type RolloutOptions, type RolloutPrompt } from './rollout.js';
 export { createEngineScheduler, type EngineSchedulerOptions } from './scheduler/engine-scheduler.js';
@@ -31,6 +40,22 @@ export type {
   SchedulerSnapshot,
 } from './scheduler/scheduler.js';
 export { createStaticScheduler } from './scheduler/static-scheduler.js';
+export { type EngineServer, type EngineServerOptions, startEngineServer } from './server/engine-server.js';
+export {
+  SglangGenerateRequestSchema,
+  SglangUpdateWeightsRequestSchema,
+  VllmCollectiveRpcRequestSchema,
+  VllmCompletionRequestSchema,
+} from './server/request-schemas.js';
+export { createSimClock, type SimClock } from './simulator/sim-clock.js';
+export { createSimEngine, type SimEngine, type SimEngineConfig } from './simulator/sim-engine.js';
+export { type SimulationConfig, type SimulationResult, simulateStep } from './simulator/simulate.js';
+export {
+  DEFAULT_WORKLOAD,
+  generateWorkload,
+  type TrajectorySpec,
+  type WorkloadConfig,
+} from './simulator/workload.js';
 export { type RolloutTokenizer, singleTokenId } from './tokenizer.js';
 export { type ParsedToolCall, parseToolCall, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from './tool-call-parser.js';
 export { formatToolOutcome } from './tool-response.js';

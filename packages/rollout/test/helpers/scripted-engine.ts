@@ -9,7 +9,7 @@ import type { RolloutTokenizer } from '../../src/tokenizer.js';
  */
 export function createScriptedEngine(
   tokenizer: RolloutTokenizer,
-  script: (cacheId: string, turn: number) => string,
+  script: (cacheId: string, turn: number, tokenIds: readonly number[]) => string,
   options: { separateAb?: boolean } = {},
 ): EngineAdapter & { requests: GenerateRequest[]; released: string[] } {
   const turns = new Map<string, { turn: number; seen: number[] }>();
@@ -25,7 +25,7 @@ export function createScriptedEngine(
       for (let i = 0; i < state.seen.length; i++) {
         if (req.tokenIds[i] !== state.seen[i]) throw new Error(`turn ${state.turn}: history changed at ${i}`);
       }
-      const text = script(req.cacheId, state.turn);
+      const text = script(req.cacheId, state.turn, req.tokenIds);
       // Sample "a" and "b" as two tokens where the tokenizer would merge them, as real models do.
       const abId = tokenizer.encode('ab');
       const planned = tokenizer
