@@ -1,0 +1,233 @@
+// Straightforward, vectorisable loops: these kernels are O(T*H) or O(L^2*d) and sit far below the
+// GEMMs in the profile for the sequence lengths this engine trains on (hundreds to a few thousand).
+#include "engine/cpu/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace agentrl::engine::cpu {
+
+void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps) {
+#pragma omp parallel for schedule(static) if (rows * n > 32768)
+  for (int t = 0; t < rows; ++t) {
+    const float* xr = x + static_cast<size_t>(t) * n;
+    float* yr = y + static_cast<size_t>(t) * n;
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int i = 0; i < n; ++i) ss += xr[i] * xr[i];
+    const float r = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+    rstd[t] = r;
+#pragma omp simd
+    for (int i = 0; i < n; ++i) yr[i] = xr[i] * r * w[i];
+  }
+}
+
+void RmsNormBackward(const float* x, const float* w, const float* rstd, const float* dy, float* dx, float* dw,
+                     int rows, int n, bool accumulate_dx) {
+  // dw is reduced serially over rows to stay deterministic; dx rows are independent.
+#pragma omp parallel for schedule(static) if (rows * n > 32768)
+  for (int t = 0; t < rows; ++t) {
+    const float* xr = x + static_cast<size_t>(t) * n;
+    const float* dyr = dy + static_cast<size_t>(t) * n;
+    float* dxr = dx + static_cast<size_t>(t) * n;
+    const float r = rstd[t];
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int i = 0; i < n; ++i) dot += dyr[i] * w[i] * xr[i];
+    const float c = dot * r * r * r / static_cast<float>(n);
+    if (accumulate_dx) {
+#pragma omp simd
+      for (int i = 0; i < n; ++i) dxr[i] += r * w[i] * dyr[i] - c * xr[i];
+    } else {
+#pragma omp simd
+      for (int i = 0; i < n; ++i) dxr[i] = r * w[i] * dyr[i] - c * xr[i];
+    }
+  }
+  for (int t = 0; t < rows; ++t) {
+    const float* xr = x + static_cast<size_t>(t) * n;
+    const float* dyr = dy + static_cast<size_t>(t) * n;
+    const float r = rstd[t];
+#pragma omp simd
+    for (int i = 0; i < n; ++i) dw[i] += dyr[i] * xr[i] * r;
+  }
+}
+
+void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, const float* cos_table,
+          const float* sin_table, bool inverse) {
+  const int half = d / 2;
+  const float sign = inverse ? -1.0f : 1.0f;
+#pragma omp parallel for schedule(static) if (rows * heads * d > 32768)
+  for (int t = 0; t < rows; ++t) {
+    const float* ct = cos_table + static_cast<size_t>(pos[t]) * half;
+    const float* st = sin_table + static_cast<size_t>(pos[t]) * half;
+    for (int h = 0; h < heads; ++h) {
+      float* v = x + static_cast<size_t>(t) * stride + h * d;
+#pragma omp simd
+      for (int i = 0; i < half; ++i) {
+        const float a = v[i];
+        const float b = v[i + half];
+        const float s = sign * st[i];
+        v[i] = a * ct[i] - b * s;
+        v[i + half] = b * ct[i] + a * s;
+      }
+    }
+  }
+}
+
+namespace {
+
+inline float Dot(const float* a, const float* b, int n) {
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (int i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+inline void Axpy(float alpha, const float* x, float* y, int n) {
+#pragma omp simd
+  for (int i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// Parallel regions cost microseconds each (far more on a loaded machine): only open one when the
+// attention work (sum of L^2 * heads * d) is worth it.
+bool WorthParallel(const int32_t* cu, int num_seqs, const AttnShape& s) {
+  double work = 0;
+  for (int i = 0; i < num_seqs; ++i) {
+    const double len = cu[i + 1] - cu[i];
+    work += len * len;
+  }
+  return work * s.heads * s.head_dim > 4e5;
+}
+
+}  // namespace
+
+void AttentionForward(const float* q, const float* k, const float* v, float* out, float* lse, const int32_t* cu,
+                      int num_seqs, int total, const AttnShape& s) {
+  const int d = s.head_dim;
+  const int qs = s.heads * d;
+  const int ks = s.kv_heads * d;
+  const int group = s.heads / s.kv_heads;
+  const int tasks = num_seqs * s.heads;
+#pragma omp parallel if (WorthParallel(cu, num_seqs, s))
+  {
+    std::vector<float> p;
+#pragma omp for schedule(dynamic, 1)
+    for (int task = 0; task < tasks; ++task) {
+      const int seq = task / s.heads;
+      const int h = task % s.heads;
+      const int g = h / group;
+      const int begin = cu[seq];
+      const int len = cu[seq + 1] - begin;
+      if (static_cast<int>(p.size()) < len) p.resize(len);
+      for (int i = 0; i < len; ++i) {
+        const float* qi = q + static_cast<size_t>(begin + i) * qs + h * d;
+        float mx = -INFINITY;
+        for (int j = 0; j <= i; ++j) {
+          const float sc = s.scale * Dot(qi, k + static_cast<size_t>(begin + j) * ks + g * d, d);
+          p[j] = sc;
+          mx = std::max(mx, sc);
+        }
+        float sum = 0.0f;
+        for (int j = 0; j <= i; ++j) {
+          p[j] = std::exp(p[j] - mx);
+          sum += p[j];
+        }
+        float* oi = out + static_cast<size_t>(begin + i) * qs + h * d;
+        std::memset(oi, 0, sizeof(float) * d);
+        const float inv = 1.0f / sum;
+        for (int j = 0; j <= i; ++j) Axpy(p[j] * inv, v + static_cast<size_t>(begin + j) * ks + g * d, oi, d);
+        lse[static_cast<size_t>(h) * total + begin + i] = mx + std::log(sum);
+      }
+    }
+  }
+}
+
+void AttentionBackward(const float* q, const float* k, const float* v, const float* out, const float* dout,
+                       const float* lse, float* dq, float* dk, float* dv, const int32_t* cu, int num_seqs,
+                       int total, const AttnShape& s) {
+  const int d = s.head_dim;
+  const int qs = s.heads * d;
+  const int ks = s.kv_heads * d;
+  const int group = s.heads / s.kv_heads;
+  const int tasks = num_seqs * s.kv_heads;
+  // One task owns one (sequence, kv head): it is the only writer of those dk/dv rows.
+#pragma omp parallel if (WorthParallel(cu, num_seqs, s))
+  {
+    std::vector<float> ds;
+#pragma omp for schedule(dynamic, 1)
+    for (int task = 0; task < tasks; ++task) {
+      const int seq = task / s.kv_heads;
+      const int g = task % s.kv_heads;
+      const int begin = cu[seq];
+      const int len = cu[seq + 1] - begin;
+      if (static_cast<int>(ds.size()) < len) ds.resize(len);
+      for (int j = 0; j < len; ++j) {
+        std::memset(dk + static_cast<size_t>(begin + j) * ks + g * d, 0, sizeof(float) * d);
+        std::memset(dv + static_cast<size_t>(begin + j) * ks + g * d, 0, sizeof(float) * d);
+      }
+      for (int h = g * group; h < (g + 1) * group; ++h) {
+        for (int i = 0; i < len; ++i) {
+          const size_t row = static_cast<size_t>(begin + i);
+          const float* qi = q + row * qs + h * d;
+          const float* doi = dout + row * qs + h * d;
+          const float l = lse[static_cast<size_t>(h) * total + begin + i];
+          const float di = Dot(doi, out + row * qs + h * d, d);
+          float* dqi = dq + row * qs + h * d;
+          std::memset(dqi, 0, sizeof(float) * d);
+          for (int j = 0; j <= i; ++j) {
+            const float* kj = k + static_cast<size_t>(begin + j) * ks + g * d;
+            const float* vj = v + static_cast<size_t>(begin + j) * ks + g * d;
+            const float p = std::exp(s.scale * Dot(qi, kj, d) - l);
+            const float dp = Dot(doi, vj, d);
+            const float dsc = p * (dp - di) * s.scale;
+            Axpy(dsc, kj, dqi, d);
+            Axpy(dsc, qi, dk + static_cast<size_t>(begin + j) * ks + g * d, d);
+            Axpy(p, doi, dv + static_cast<size_t>(begin + j) * ks + g * d, d);
+          }
+        }
+      }
+    }
+  }
+}
+
+void AttentionCached(const float* q, float* out, const int32_t* seq_of, const int32_t* pos, int total,
+                     const float* const* k_cache, const float* const* v_cache, const AttnShape& s) {
+  const int d = s.head_dim;
+  const int qs = s.heads * d;
+  const int ks = s.kv_heads * d;
+  const int group = s.heads / s.kv_heads;
+  const int tasks = total * s.heads;
+#pragma omp parallel if (static_cast<double>(tasks) * (pos[total - 1] + 1) * d > 2e5)
+  {
+    std::vector<float> p;
+#pragma omp for schedule(dynamic, 4)
+    for (int task = 0; task < tasks; ++task) {
+      const int t = task / s.heads;
+      const int h = task % s.heads;
+      const int g = h / group;
+      const int n = pos[t] + 1;
+      const float* kc = k_cache[seq_of[t]];
+      const float* vc = v_cache[seq_of[t]];
+      if (static_cast<int>(p.size()) < n) p.resize(n);
+      const float* qi = q + static_cast<size_t>(t) * qs + h * d;
+      float mx = -INFINITY;
+      for (int j = 0; j < n; ++j) {
+        p[j] = s.scale * Dot(qi, kc + static_cast<size_t>(j) * ks + g * d, d);
+        mx = std::max(mx, p[j]);
+      }
+      float sum = 0.0f;
+      for (int j = 0; j < n; ++j) {
+        p[j] = std::exp(p[j] - mx);
+        sum += p[j];
+      }
+      float* oi = out + static_cast<size_t>(t) * qs + h * d;
+      std::memset(oi, 0, sizeof(float) * d);
+      const float inv = 1.0f / sum;
+      for (int j = 0; j < n; ++j) Axpy(p[j] * inv, vc + static_cast<size_t>(j) * ks + g * d, oi, d);
+    }
+  }
+}
+
+}  // namespace agentrl::engine::cpu

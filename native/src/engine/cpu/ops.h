@@ -1,0 +1,37 @@
+// Element-wise and attention kernels of the engine's CPU backend. All tensors are row-major fp32.
+#pragma once
+#include <cstdint>
+
+namespace agentrl::engine::cpu {
+
+// y[t] = x[t] * rstd[t] * w, rstd[t] = 1 / sqrt(mean(x[t]^2) + eps); rows of width n.
+void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps);
+// dx (+)= backward of RmsNorm; dw += sum over rows. accumulate_dx adds into dx instead of writing it.
+void RmsNormBackward(const float* x, const float* w, const float* rstd, const float* dy, float* dx, float* dw,
+                     int rows, int n, bool accumulate_dx);
+
+// Rotates each head of x[t] (row stride `stride`, `heads` heads of dim d) by position pos[t], HF
+// rotate_half convention; inverse rotates by -angle (the backward of the rotation).
+void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, const float* cos_table,
+          const float* sin_table, bool inverse);
+
+struct AttnShape {
+  int heads, kv_heads, head_dim;
+  float scale;
+};
+
+// Causal attention inside each packed sequence [cu[s], cu[s+1]). q: [T, heads*d], k,v: [T, kv*d];
+// out: [T, heads*d]; lse: [heads, T] (log-sum-exp of each score row, for the backward).
+void AttentionForward(const float* q, const float* k, const float* v, float* out, float* lse, const int32_t* cu,
+                      int num_seqs, int total, const AttnShape& s);
+// dq, dk, dv are written (not accumulated). Scores are recomputed from q, k and lse.
+void AttentionBackward(const float* q, const float* k, const float* v, const float* out, const float* dout,
+                       const float* lse, float* dq, float* dk, float* dv, const int32_t* cu, int num_seqs,
+                       int total, const AttnShape& s);
+
+// Decode/prefill attention against per-sequence caches: token t of the batch belongs to sequence
+// seq_of[t], sits at position pos[t] and attends to cached keys [0, pos[t]].
+void AttentionCached(const float* q, float* out, const int32_t* seq_of, const int32_t* pos, int total,
+                     const float* const* k_cache, const float* const* v_cache, const AttnShape& s);
+
+}  // namespace agentrl::engine::cpu

@@ -1,0 +1,295 @@
+// BLIS-style SGEMM: pack a KC x NC block of op(B) into NR-wide panels and an MC x KC block of op(A)
+// into MR-tall panels, then run an MR x NR register-blocked FMA micro-kernel over them. The packed
+// B micro-panel (KC x NR, 32 KiB) stays in L1 while A panels stream from L2. Threads split the
+// larger of M and N into independent sub-problems, so there are no barriers inside one GEMM.
+#include "engine/cpu/sgemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+#if defined(AGENTRL_HAVE_OPENMP)
+#include <omp.h>
+#endif
+
+namespace agentrl::engine::cpu {
+namespace {
+
+constexpr int kMr = 12;
+constexpr int kNr = 32;
+constexpr int kKc = 256;
+constexpr int kMc = 192;
+constexpr int kNc = 3072;
+
+struct PackBuffers {
+  float* a = nullptr;
+  float* b = nullptr;
+  PackBuffers() {
+    a = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kMc * kKc));
+    b = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kKc * kNc));
+  }
+  ~PackBuffers() {
+    std::free(a);
+    std::free(b);
+  }
+};
+
+PackBuffers& ThreadBuffers() {
+  thread_local PackBuffers buffers;
+  return buffers;
+}
+
+// Packs op(A)[i0:i0+mc, k0:k0+kc] into panels of kMr rows, k-major inside a panel, zero-padded.
+void PackA(bool trans, const float* a, int lda, int i0, int mc, int k0, int kc, float* dst) {
+  for (int p = 0; p < mc; p += kMr) {
+    const int rows = std::min(kMr, mc - p);
+    float* panel = dst + static_cast<size_t>(p) * kc;
+    if (!trans) {
+      for (int r = 0; r < rows; ++r) {
+        const float* src = a + static_cast<size_t>(i0 + p + r) * lda + k0;
+        for (int k = 0; k < kc; ++k) panel[k * kMr + r] = src[k];
+      }
+    } else {
+      for (int k = 0; k < kc; ++k) {
+        const float* src = a + static_cast<size_t>(k0 + k) * lda + i0 + p;
+        for (int r = 0; r < rows; ++r) panel[k * kMr + r] = src[r];
+      }
+    }
+    if (rows < kMr) {
+      for (int k = 0; k < kc; ++k)
+        for (int r = rows; r < kMr; ++r) panel[k * kMr + r] = 0.0f;
+    }
+  }
+}
+
+// Packs op(B)[k0:k0+kc, j0:j0+nc] into panels of kNr columns, k-major inside a panel, zero-padded.
+void PackB(bool trans, const float* b, int ldb, int k0, int kc, int j0, int nc, float* dst) {
+  for (int p = 0; p < nc; p += kNr) {
+    const int cols = std::min(kNr, nc - p);
+    float* panel = dst + static_cast<size_t>(p) * kc;
+    if (!trans) {
+      for (int k = 0; k < kc; ++k) {
+        const float* src = b + static_cast<size_t>(k0 + k) * ldb + j0 + p;
+        float* out = panel + k * kNr;
+        if (cols == kNr) {
+          std::memcpy(out, src, sizeof(float) * kNr);
+        } else {
+          for (int c = 0; c < cols; ++c) out[c] = src[c];
+          for (int c = cols; c < kNr; ++c) out[c] = 0.0f;
+        }
+      }
+    } else {
+#if defined(__AVX512F__)
+      if (cols == kNr) {
+        // Transpose 16 x 16 tiles: rows of B (columns of op(B)) become k-major panel rows.
+        int k = 0;
+        for (; k + 16 <= kc; k += 16) {
+          for (int half = 0; half < 2; ++half) {
+            __m512 r[16];
+            for (int c = 0; c < 16; ++c)
+              r[c] = _mm512_loadu_ps(b + static_cast<size_t>(j0 + p + half * 16 + c) * ldb + k0 + k);
+            // 16x16 transpose via unpack/shuffle.
+            __m512 t[16];
+            for (int c = 0; c < 16; c += 2) {
+              t[c] = _mm512_unpacklo_ps(r[c], r[c + 1]);
+              t[c + 1] = _mm512_unpackhi_ps(r[c], r[c + 1]);
+            }
+            for (int c = 0; c < 16; c += 4) {
+              r[c] = _mm512_shuffle_ps(t[c], t[c + 2], 0x44);
+              r[c + 1] = _mm512_shuffle_ps(t[c], t[c + 2], 0xEE);
+              r[c + 2] = _mm512_shuffle_ps(t[c + 1], t[c + 3], 0x44);
+              r[c + 3] = _mm512_shuffle_ps(t[c + 1], t[c + 3], 0xEE);
+            }
+            for (int c = 0; c < 16; c += 8) {
+              for (int d = 0; d < 4; ++d) {
+                t[c + d] = _mm512_shuffle_f32x4(r[c + d], r[c + d + 4], 0x88);
+                t[c + d + 4] = _mm512_shuffle_f32x4(r[c + d], r[c + d + 4], 0xDD);
+              }
+            }
+            for (int d = 0; d < 8; ++d) {
+              r[d] = _mm512_shuffle_f32x4(t[d], t[d + 8], 0x88);
+              r[d + 8] = _mm512_shuffle_f32x4(t[d], t[d + 8], 0xDD);
+            }
+            // r[x] now holds k-index k + x across the 16 columns.
+            for (int x = 0; x < 16; ++x) {
+              _mm512_storeu_ps(panel + static_cast<size_t>(k + x) * kNr + half * 16, r[x]);
+            }
+          }
+        }
+        for (; k < kc; ++k) {
+          for (int c = 0; c < kNr; ++c) panel[k * kNr + c] = b[static_cast<size_t>(j0 + p + c) * ldb + k0 + k];
+        }
+        continue;
+      }
+#endif
+      for (int c = 0; c < cols; ++c) {
+        const float* src = b + static_cast<size_t>(j0 + p + c) * ldb + k0;
+        for (int k = 0; k < kc; ++k) panel[k * kNr + c] = src[k];
+      }
+      if (cols < kNr) {
+        for (int k = 0; k < kc; ++k)
+          for (int c = cols; c < kNr; ++c) panel[k * kNr + c] = 0.0f;
+      }
+    }
+  }
+}
+
+// acc = Apanel(kMr x kc) * Bpanel(kc x kNr); C tile = alpha * acc + beta * C (rows x cols valid).
+void MicroKernel(int kc, const float* a, const float* b, float* c, int ldc, int rows, int cols, float alpha,
+                 float beta) {
+#if defined(__AVX512F__)
+  __m512 acc[kMr][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r) {
+    acc[r][0] = _mm512_setzero_ps();
+    acc[r][1] = _mm512_setzero_ps();
+  }
+  for (int k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b);
+    const __m512 b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
+    a += kMr;
+    b += kNr;
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
+  if (rows == kMr && cols == kNr) {
+    if (beta == 0.0f) {
+#pragma GCC unroll 12
+      for (int r = 0; r < kMr; ++r) {
+        _mm512_storeu_ps(c + r * ldc, _mm512_mul_ps(va, acc[r][0]));
+        _mm512_storeu_ps(c + r * ldc + 16, _mm512_mul_ps(va, acc[r][1]));
+      }
+    } else {
+      const __m512 vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 12
+      for (int r = 0; r < kMr; ++r) {
+        float* row = c + r * ldc;
+        _mm512_storeu_ps(row, _mm512_fmadd_ps(va, acc[r][0], _mm512_mul_ps(vb, _mm512_loadu_ps(row))));
+        _mm512_storeu_ps(row + 16,
+                         _mm512_fmadd_ps(va, acc[r][1], _mm512_mul_ps(vb, _mm512_loadu_ps(row + 16))));
+      }
+    }
+    return;
+  }
+  alignas(64) float tile[kMr * kNr];
+  for (int r = 0; r < kMr; ++r) {
+    _mm512_store_ps(tile + r * kNr, acc[r][0]);
+    _mm512_store_ps(tile + r * kNr + 16, acc[r][1]);
+  }
+#else
+  float tile[kMr * kNr] = {0};
+  for (int k = 0; k < kc; ++k) {
+    for (int r = 0; r < kMr; ++r) {
+      const float av = a[k * kMr + r];
+      for (int j = 0; j < kNr; ++j) tile[r * kNr + j] += av * b[k * kNr + j];
+    }
+  }
+#endif
+  for (int r = 0; r < rows; ++r) {
+    float* row = c + r * ldc;
+    if (beta == 0.0f) {
+      for (int j = 0; j < cols; ++j) row[j] = alpha * tile[r * kNr + j];
+    } else {
+      for (int j = 0; j < cols; ++j) row[j] = alpha * tile[r * kNr + j] + beta * row[j];
+    }
+  }
+}
+
+// Small-M NT case (decode, M <= 4): dot products against contiguous rows of B, no packing.
+void SmallMNt(int m, int n_begin, int n_end, int k, float alpha, const float* a, int lda, const float* b,
+              int ldb, float beta, float* c, int ldc) {
+  for (int j = n_begin; j < n_end; ++j) {
+    const float* bj = b + static_cast<size_t>(j) * ldb;
+    for (int i = 0; i < m; ++i) {
+      const float* ai = a + static_cast<size_t>(i) * lda;
+      float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+      for (int p = 0; p < k; ++p) s += ai[p] * bj[p];
+      float* out = c + static_cast<size_t>(i) * ldc + j;
+      *out = beta == 0.0f ? alpha * s : alpha * s + beta * *out;
+    }
+  }
+}
+
+}  // namespace
+
+void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) c[static_cast<size_t>(i) * ldc + j] = beta == 0.0f ? 0.0f : beta * c[static_cast<size_t>(i) * ldc + j];
+    return;
+  }
+  if (m <= 4 && !trans_a && trans_b) {
+    SmallMNt(m, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  PackBuffers& buf = ThreadBuffers();
+  for (int j0 = 0; j0 < n; j0 += kNc) {
+    const int nc = std::min(kNc, n - j0);
+    for (int k0 = 0; k0 < k; k0 += kKc) {
+      const int kc = std::min(kKc, k - k0);
+      const float beta_here = k0 == 0 ? beta : 1.0f;
+      PackB(trans_b, b, ldb, k0, kc, j0, nc, buf.b);
+      for (int i0 = 0; i0 < m; i0 += kMc) {
+        const int mc = std::min(kMc, m - i0);
+        PackA(trans_a, a, lda, i0, mc, k0, kc, buf.a);
+        for (int jr = 0; jr < nc; jr += kNr) {
+          const float* bp = buf.b + static_cast<size_t>(jr) * kc;
+          const int cols = std::min(kNr, nc - jr);
+          for (int ir = 0; ir < mc; ir += kMr) {
+            const int rows = std::min(kMr, mc - ir);
+            MicroKernel(kc, buf.a + static_cast<size_t>(ir) * kc, bp,
+                        c + static_cast<size_t>(i0 + ir) * ldc + j0 + jr, ldc, rows, cols, alpha, beta_here);
+          }
+        }
+      }
+    }
+  }
+}
+
+void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+           int ldb, float beta, float* c, int ldc) {
+#if defined(AGENTRL_HAVE_OPENMP)
+  const double flops = 2.0 * m * n * static_cast<double>(k);
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads > 1 && flops > 2e7) {
+    // Split N (columns) when it is wide enough, else M; each thread runs an independent GEMM.
+    const bool split_n = n >= m || n >= threads * 2 * kNr;
+    const int extent = split_n ? n : m;
+    const int align = split_n ? kNr : kMr;
+    int chunk = (extent + threads - 1) / threads;
+    chunk = (chunk + align - 1) / align * align;
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num();
+      const int begin = t * chunk;
+      const int end = std::min(extent, begin + chunk);
+      if (begin < end) {
+        if (split_n) {
+          const float* bt = trans_b ? b + static_cast<size_t>(begin) * ldb : b + begin;
+          SgemmSerial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, bt, ldb, beta, c + begin, ldc);
+        } else {
+          const float* at = trans_a ? a + begin : a + static_cast<size_t>(begin) * lda;
+          SgemmSerial(trans_a, trans_b, end - begin, n, k, alpha, at, lda, b, ldb, beta,
+                      c + static_cast<size_t>(begin) * ldc, ldc);
+        }
+      }
+    }
+    return;
+  }
+#endif
+  SgemmSerial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+}  // namespace agentrl::engine::cpu

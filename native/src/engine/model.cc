@@ -1,0 +1,516 @@
+#include "engine/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/cpu/ops.h"
+#include "engine/cpu/sgemm.h"
+
+namespace agentrl::engine {
+
+using cpu::Sgemm;
+
+Buffer::~Buffer() { std::free(data_); }
+
+void Buffer::Resize(size_t n) {
+  size_ = n;
+  if (n <= capacity_) return;
+  std::free(data_);
+  const size_t bytes = ((n * sizeof(float)) + 63) / 64 * 64;
+  data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
+  if (!data_) throw std::runtime_error("engine: out of memory allocating " + std::to_string(bytes) + " bytes");
+  capacity_ = n;
+}
+
+void Buffer::Zero() {
+  if (data_) std::memset(data_, 0, size_ * sizeof(float));
+}
+
+Model::Model(const ModelConfig& cfg) : cfg_(cfg) {
+  const int h = cfg.hidden, d = cfg.head_dim, qd = cfg.heads * d, kd = cfg.kv_heads * d, im = cfg.intermediate;
+  size_t off = 0;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, bool decay) {
+    size_t numel = 1;
+    for (auto s : shape) numel *= static_cast<size_t>(s);
+    tensors_.push_back({name, shape, off, numel, decay});
+    const size_t at = off;
+    off += (numel + 15) / 16 * 16;
+    return at;
+  };
+  embed_off_ = add("model.embed_tokens.weight", {cfg.vocab, h}, true);
+  for (int l = 0; l < cfg.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    LayerOffsets o;
+    o.ln1 = add(p + "input_layernorm.weight", {h}, false);
+    o.wq = add(p + "self_attn.q_proj.weight", {qd, h}, true);
+    o.bq = cfg.qkv_bias ? add(p + "self_attn.q_proj.bias", {qd}, false) : kAbsent;
+    o.wk = add(p + "self_attn.k_proj.weight", {kd, h}, true);
+    o.bk = cfg.qkv_bias ? add(p + "self_attn.k_proj.bias", {kd}, false) : kAbsent;
+    o.wv = add(p + "self_attn.v_proj.weight", {kd, h}, true);
+    o.bv = cfg.qkv_bias ? add(p + "self_attn.v_proj.bias", {kd}, false) : kAbsent;
+    o.wo = add(p + "self_attn.o_proj.weight", {h, qd}, true);
+    o.bo = cfg.o_bias ? add(p + "self_attn.o_proj.bias", {h}, false) : kAbsent;
+    o.qn = cfg.qk_norm ? add(p + "self_attn.q_norm.weight", {d}, false) : kAbsent;
+    o.kn = cfg.qk_norm ? add(p + "self_attn.k_norm.weight", {d}, false) : kAbsent;
+    o.ln2 = add(p + "post_attention_layernorm.weight", {h}, false);
+    o.wg = add(p + "mlp.gate_proj.weight", {im, h}, true);
+    o.wu = add(p + "mlp.up_proj.weight", {im, h}, true);
+    o.wd = add(p + "mlp.down_proj.weight", {h, im}, true);
+    layer_off_.push_back(o);
+  }
+  norm_off_ = add("model.norm.weight", {h}, false);
+  if (!cfg.tied) lm_off_ = add("lm_head.weight", {cfg.vocab, h}, true);
+  num_params_ = off;
+  params_.Resize(off);
+  params_.Zero();
+  grads_.Resize(off);
+  grads_.Zero();
+  acts_.resize(cfg.layers);
+}
+
+float* Model::adam_m() {
+  if (!adam_ready_) {
+    m_.Resize(num_params_);
+    m_.Zero();
+    v_.Resize(num_params_);
+    v_.Zero();
+    adam_ready_ = true;
+  }
+  return m_.data();
+}
+
+float* Model::adam_v() {
+  adam_m();
+  return v_.data();
+}
+
+LayerView Model::View(float* base, int layer) const {
+  const LayerOffsets& o = layer_off_[layer];
+  auto at = [&](size_t off) { return off == kAbsent ? nullptr : base + off; };
+  return {at(o.ln1), at(o.wq), at(o.bq), at(o.wk), at(o.bk), at(o.wv), at(o.bv), at(o.wo),
+          at(o.bo),  at(o.qn), at(o.kn), at(o.ln2), at(o.wg), at(o.wu), at(o.wd)};
+}
+
+void Model::InitParams(uint64_t seed, float stddev) {
+  // splitmix64 + Box-Muller, sequential over tensors so the result depends on the seed only.
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  auto next = [&]() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  auto uniform = [&]() { return (static_cast<double>(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); };
+  float* p = params_.data();
+  for (const auto& t : tensors_) {
+    float* w = p + t.offset;
+    const bool is_norm = t.name.find("norm") != std::string::npos;
+    const bool is_bias = t.shape.size() == 1 && !is_norm;
+    for (size_t i = 0; i < t.numel; i += 2) {
+      const double u1 = uniform(), u2 = uniform();
+      const double r = std::sqrt(-2.0 * std::log(u1));
+      w[i] = static_cast<float>(r * std::cos(2 * M_PI * u2) * stddev);
+      if (i + 1 < t.numel) w[i + 1] = static_cast<float>(r * std::sin(2 * M_PI * u2) * stddev);
+    }
+    if (is_norm) std::fill(w, w + t.numel, 1.0f);
+    if (is_bias) std::fill(w, w + t.numel, 0.0f);
+  }
+}
+
+void Model::EnsureRope(int positions) {
+  if (positions <= rope_len_) return;
+  const int n = std::max(positions, std::max(256, rope_len_ * 2));
+  const int half = cfg_.head_dim / 2;
+  rope_cos_.Resize(static_cast<size_t>(n) * half);
+  rope_sin_.Resize(static_cast<size_t>(n) * half);
+  for (int i = 0; i < half; ++i) {
+    // Same float32 rounding steps as Hugging Face's default rotary embedding.
+    const float inv = static_cast<float>(1.0 / std::pow(static_cast<double>(cfg_.rope_theta),
+                                                        static_cast<double>(2 * i) / cfg_.head_dim));
+    for (int p = 0; p < n; ++p) {
+      const float arg = static_cast<float>(p) * inv;
+      rope_cos_.data()[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(static_cast<double>(arg)));
+      rope_sin_.data()[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(static_cast<double>(arg)));
+    }
+  }
+  rope_len_ = n;
+}
+
+namespace {
+
+void AddBias(float* y, const float* b, int rows, int n) {
+  if (!b) return;
+  for (int t = 0; t < rows; ++t) {
+    float* r = y + static_cast<size_t>(t) * n;
+#pragma omp simd
+    for (int i = 0; i < n; ++i) r[i] += b[i];
+  }
+}
+
+void ColumnSum(const float* x, float* out, int rows, int n) {
+  if (!out) return;
+  for (int t = 0; t < rows; ++t) {
+    const float* r = x + static_cast<size_t>(t) * n;
+#pragma omp simd
+    for (int i = 0; i < n; ++i) out[i] += r[i];
+  }
+}
+
+inline float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+void Model::LayerForward(int layer, const float* x_in, float* x_out, LayerActs& a, int total,
+                         const std::vector<KvCache*>* caches) {
+  const ModelConfig& c = cfg_;
+  const int h = c.hidden, d = c.head_dim, qd = c.heads * d, kd = c.kv_heads * d, im = c.intermediate;
+  const size_t T = static_cast<size_t>(total);
+  const LayerView p = View(params_.data(), layer);
+  a.xn1.Resize(T * h);
+  a.r1.Resize(T);
+  a.q.Resize(T * qd);
+  a.k.Resize(T * kd);
+  a.v.Resize(T * kd);
+  a.att.Resize(T * qd);
+  a.xmid.Resize(T * h);
+  a.xn2.Resize(T * h);
+  a.r2.Resize(T);
+  a.g.Resize(T * im);
+  a.u.Resize(T * im);
+  cpu::RmsNormForward(x_in, p.ln1, a.xn1.data(), a.r1.data(), total, h, c.eps);
+  Sgemm(false, true, total, qd, h, 1.0f, a.xn1.data(), h, p.wq, h, 0.0f, a.q.data(), qd);
+  Sgemm(false, true, total, kd, h, 1.0f, a.xn1.data(), h, p.wk, h, 0.0f, a.k.data(), kd);
+  Sgemm(false, true, total, kd, h, 1.0f, a.xn1.data(), h, p.wv, h, 0.0f, a.v.data(), kd);
+  AddBias(a.q.data(), p.bq, total, qd);
+  AddBias(a.k.data(), p.bk, total, kd);
+  AddBias(a.v.data(), p.bv, total, kd);
+  if (c.qk_norm) {
+    a.qpre.Resize(T * qd);
+    a.kpre.Resize(T * kd);
+    a.rq.Resize(T * c.heads);
+    a.rk.Resize(T * c.kv_heads);
+    std::memcpy(a.qpre.data(), a.q.data(), T * qd * sizeof(float));
+    std::memcpy(a.kpre.data(), a.k.data(), T * kd * sizeof(float));
+    cpu::RmsNormForward(a.qpre.data(), p.qn, a.q.data(), a.rq.data(), total * c.heads, d, c.eps);
+    cpu::RmsNormForward(a.kpre.data(), p.kn, a.k.data(), a.rk.data(), total * c.kv_heads, d, c.eps);
+  }
+  const int32_t* pos = caches ? seq_of_.data() + total : pos_.data();  // see Extend: pos stored after seq ids
+  cpu::Rope(a.q.data(), pos, total, c.heads, d, qd, rope_cos_.data(), rope_sin_.data(), false);
+  cpu::Rope(a.k.data(), pos, total, c.kv_heads, d, kd, rope_cos_.data(), rope_sin_.data(), false);
+  const cpu::AttnShape shape{c.heads, c.kv_heads, d, 1.0f / std::sqrt(static_cast<float>(d))};
+  if (!caches) {
+    a.lse.Resize(T * c.heads);
+    cpu::AttentionForward(a.q.data(), a.k.data(), a.v.data(), a.att.data(), a.lse.data(), cu_.data(), num_seqs_,
+                          total, shape);
+  } else {
+    std::vector<const float*> kc(caches->size()), vc(caches->size());
+    for (size_t b = 0; b < caches->size(); ++b) {
+      kc[b] = (*caches)[b]->k[layer].data();
+      vc[b] = (*caches)[b]->v[layer].data();
+    }
+    for (int t = 0; t < total; ++t) {
+      KvCache* cache = (*caches)[seq_of_[t]];
+      std::memcpy(cache->k[layer].data() + static_cast<size_t>(pos[t]) * kd, a.k.data() + t * kd, kd * sizeof(float));
+      std::memcpy(cache->v[layer].data() + static_cast<size_t>(pos[t]) * kd, a.v.data() + t * kd, kd * sizeof(float));
+    }
+    cpu::AttentionCached(a.q.data(), a.att.data(), seq_of_.data(), pos, total, kc.data(), vc.data(), shape);
+  }
+  std::memcpy(a.xmid.data(), x_in, T * h * sizeof(float));
+  Sgemm(false, true, total, h, qd, 1.0f, a.att.data(), qd, p.wo, qd, 1.0f, a.xmid.data(), h);
+  AddBias(a.xmid.data(), p.bo, total, h);
+  cpu::RmsNormForward(a.xmid.data(), p.ln2, a.xn2.data(), a.r2.data(), total, h, c.eps);
+  Sgemm(false, true, total, im, h, 1.0f, a.xn2.data(), h, p.wg, h, 0.0f, a.g.data(), im);
+  Sgemm(false, true, total, im, h, 1.0f, a.xn2.data(), h, p.wu, h, 0.0f, a.u.data(), im);
+  act_.Resize(T * im);
+  float* act = act_.data();
+  const float* g = a.g.data();
+  const float* u = a.u.data();
+#pragma omp parallel for schedule(static) if (T * im > 65536)
+  for (size_t i = 0; i < T * im; ++i) act[i] = g[i] * Sigmoid(g[i]) * u[i];
+  std::memcpy(x_out, a.xmid.data(), T * h * sizeof(float));
+  Sgemm(false, true, total, h, im, 1.0f, act, im, p.wd, im, 1.0f, x_out, h);
+}
+
+void Model::LayerBackward(int layer, const float* x_in, LayerActs& a, float* dres) {
+  const ModelConfig& c = cfg_;
+  const int h = c.hidden, d = c.head_dim, qd = c.heads * d, kd = c.kv_heads * d, im = c.intermediate;
+  const int total = total_;
+  const size_t T = static_cast<size_t>(total);
+  const LayerView p = View(params_.data(), layer);
+  const LayerView gr = View(grads_.data(), layer);
+  // MLP: x_out = xmid + down(silu(g) * u).
+  act_.Resize(T * im);
+  dact_.Resize(T * im);
+  float* act = act_.data();
+  const float* g = a.g.data();
+  const float* u = a.u.data();
+#pragma omp parallel for schedule(static) if (T * im > 65536)
+  for (size_t i = 0; i < T * im; ++i) act[i] = g[i] * Sigmoid(g[i]) * u[i];
+  Sgemm(true, false, h, im, total, 1.0f, dres, h, act, im, 1.0f, gr.wd, im);
+  Sgemm(false, false, total, im, h, 1.0f, dres, h, p.wd, im, 0.0f, dact_.data(), im);
+  float* dg = dact_.data();
+  float* du = act_.data();
+#pragma omp parallel for schedule(static) if (T * im > 65536)
+  for (size_t i = 0; i < T * im; ++i) {
+    const float sg = Sigmoid(g[i]);
+    const float da = dg[i];
+    du[i] = da * g[i] * sg;
+    dg[i] = da * u[i] * sg * (1.0f + g[i] * (1.0f - sg));
+  }
+  Sgemm(true, false, im, h, total, 1.0f, dg, im, a.xn2.data(), h, 1.0f, gr.wg, h);
+  Sgemm(true, false, im, h, total, 1.0f, du, im, a.xn2.data(), h, 1.0f, gr.wu, h);
+  dxn_.Resize(T * h);
+  Sgemm(false, false, total, h, im, 1.0f, dg, im, p.wg, h, 0.0f, dxn_.data(), h);
+  Sgemm(false, false, total, h, im, 1.0f, du, im, p.wu, h, 1.0f, dxn_.data(), h);
+  cpu::RmsNormBackward(a.xmid.data(), p.ln2, a.r2.data(), dxn_.data(), dres, gr.ln2, total, h, true);
+  // Attention: xmid = x_in + o_proj(att).
+  Sgemm(true, false, h, qd, total, 1.0f, dres, h, a.att.data(), qd, 1.0f, gr.wo, qd);
+  ColumnSum(dres, gr.bo, total, h);
+  datt_.Resize(T * qd);
+  Sgemm(false, false, total, qd, h, 1.0f, dres, h, p.wo, qd, 0.0f, datt_.data(), qd);
+  dq_.Resize(T * qd);
+  dk_.Resize(T * kd);
+  dv_.Resize(T * kd);
+  const cpu::AttnShape shape{c.heads, c.kv_heads, d, 1.0f / std::sqrt(static_cast<float>(d))};
+  cpu::AttentionBackward(a.q.data(), a.k.data(), a.v.data(), a.att.data(), datt_.data(), a.lse.data(), dq_.data(),
+                         dk_.data(), dv_.data(), cu_.data(), num_seqs_, total, shape);
+  cpu::Rope(dq_.data(), pos_.data(), total, c.heads, d, qd, rope_cos_.data(), rope_sin_.data(), true);
+  cpu::Rope(dk_.data(), pos_.data(), total, c.kv_heads, d, kd, rope_cos_.data(), rope_sin_.data(), true);
+  float* dq = dq_.data();
+  float* dk = dk_.data();
+  if (c.qk_norm) {
+    dtmp_.Resize(T * std::max(qd, kd));
+    cpu::RmsNormBackward(a.qpre.data(), p.qn, a.rq.data(), dq, dtmp_.data(), gr.qn, total * c.heads, d, false);
+    std::memcpy(dq, dtmp_.data(), T * qd * sizeof(float));
+    cpu::RmsNormBackward(a.kpre.data(), p.kn, a.rk.data(), dk, dtmp_.data(), gr.kn, total * c.kv_heads, d, false);
+    std::memcpy(dk, dtmp_.data(), T * kd * sizeof(float));
+  }
+  ColumnSum(dq, gr.bq, total, qd);
+  ColumnSum(dk, gr.bk, total, kd);
+  ColumnSum(dv_.data(), gr.bv, total, kd);
+  Sgemm(true, false, qd, h, total, 1.0f, dq, qd, a.xn1.data(), h, 1.0f, gr.wq, h);
+  Sgemm(true, false, kd, h, total, 1.0f, dk, kd, a.xn1.data(), h, 1.0f, gr.wk, h);
+  Sgemm(true, false, kd, h, total, 1.0f, dv_.data(), kd, a.xn1.data(), h, 1.0f, gr.wv, h);
+  Sgemm(false, false, total, h, qd, 1.0f, dq, qd, p.wq, h, 0.0f, dxn_.data(), h);
+  Sgemm(false, false, total, h, kd, 1.0f, dk, kd, p.wk, h, 1.0f, dxn_.data(), h);
+  Sgemm(false, false, total, h, kd, 1.0f, dv_.data(), kd, p.wv, h, 1.0f, dxn_.data(), h);
+  cpu::RmsNormBackward(x_in, p.ln1, a.r1.data(), dxn_.data(), dres, gr.ln1, total, h, true);
+}
+
+const float* Model::Forward(const int32_t* tokens, const int32_t* cu, int num_seqs, int total, bool recompute) {
+  const ModelConfig& c = cfg_;
+  const int h = c.hidden;
+  const size_t T = static_cast<size_t>(total);
+  total_ = total;
+  num_seqs_ = num_seqs;
+  recompute_ = recompute;
+  tokens_.assign(tokens, tokens + total);
+  cu_.assign(cu, cu + num_seqs + 1);
+  pos_.resize(T);
+  int longest = 0;
+  for (int s = 0; s < num_seqs; ++s) {
+    longest = std::max(longest, cu[s + 1] - cu[s]);
+    for (int t = cu[s]; t < cu[s + 1]; ++t) pos_[t] = t - cu[s];
+  }
+  EnsureRope(longest + 1);
+  xs_.resize(c.layers + 1);
+  for (auto& x : xs_) x.Resize(T * h);
+  const float* emb = params_.data() + embed_off_;
+  for (size_t t = 0; t < T; ++t)
+    std::memcpy(xs_[0].data() + t * h, emb + static_cast<size_t>(tokens[t]) * h, h * sizeof(float));
+  for (int l = 0; l < c.layers; ++l) {
+    LayerForward(l, xs_[l].data(), xs_[l + 1].data(), recompute ? scratch_ : acts_[l], total, nullptr);
+  }
+  hidden_.Resize(T * h);
+  rf_.Resize(T);
+  cpu::RmsNormForward(xs_[c.layers].data(), params_.data() + norm_off_, hidden_.data(), rf_.data(), total, h, c.eps);
+  return hidden_.data();
+}
+
+void Model::Backward(const float* d_hidden, const float* d_lm_head) {
+  const ModelConfig& c = cfg_;
+  const int h = c.hidden;
+  const size_t T = static_cast<size_t>(total_);
+  if (d_lm_head) {
+    float* g = Lm(grads_.data());
+    const size_t n = static_cast<size_t>(c.vocab) * h;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; ++i) g[i] += d_lm_head[i];
+  }
+  dres_.Resize(T * h);
+  cpu::RmsNormBackward(xs_[c.layers].data(), params_.data() + norm_off_, rf_.data(), d_hidden, dres_.data(),
+                       grads_.data() + norm_off_, total_, h, false);
+  for (int l = c.layers - 1; l >= 0; --l) {
+    if (recompute_) {
+      x_scratch_.Resize(T * h);
+      LayerForward(l, xs_[l].data(), x_scratch_.data(), scratch_, total_, nullptr);
+    }
+    LayerBackward(l, xs_[l].data(), recompute_ ? scratch_ : acts_[l], dres_.data());
+  }
+  float* ge = grads_.data() + embed_off_;
+  for (size_t t = 0; t < T; ++t) {
+    float* row = ge + static_cast<size_t>(tokens_[t]) * h;
+    const float* dr = dres_.data() + t * h;
+#pragma omp simd
+    for (int i = 0; i < h; ++i) row[i] += dr[i];
+  }
+}
+
+double Model::CrossEntropyBackward(const int32_t* targets, float scale) {
+  const ModelConfig& c = cfg_;
+  const int h = c.hidden, vocab = c.vocab;
+  const size_t T = static_cast<size_t>(total_);
+  std::vector<int> rows;
+  for (size_t t = 0; t < T; ++t)
+    if (targets[t] >= 0) rows.push_back(static_cast<int>(t));
+  Buffer dh(T * h);
+  dh.Zero();
+  const float* w = Lm(params_.data());
+  float* gw = Lm(grads_.data());
+  constexpr int kChunk = 256;
+  Buffer hb(static_cast<size_t>(kChunk) * h), lg(static_cast<size_t>(kChunk) * vocab), dhb(static_cast<size_t>(kChunk) * h);
+  double loss = 0.0;
+  for (size_t r0 = 0; r0 < rows.size(); r0 += kChunk) {
+    const int n = static_cast<int>(std::min<size_t>(kChunk, rows.size() - r0));
+    for (int i = 0; i < n; ++i)
+      std::memcpy(hb.data() + static_cast<size_t>(i) * h, hidden_.data() + static_cast<size_t>(rows[r0 + i]) * h,
+                  h * sizeof(float));
+    Sgemm(false, true, n, vocab, h, 1.0f, hb.data(), h, w, h, 0.0f, lg.data(), vocab);
+    double chunk_loss = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : chunk_loss) if (n * vocab > 65536)
+    for (int i = 0; i < n; ++i) {
+      float* z = lg.data() + static_cast<size_t>(i) * vocab;
+      float mx = -INFINITY;
+      for (int j = 0; j < vocab; ++j) mx = std::max(mx, z[j]);
+      float sum = 0.0f;
+      for (int j = 0; j < vocab; ++j) sum += std::exp(z[j] - mx);
+      const float lse = mx + std::log(sum);
+      const int tgt = targets[rows[r0 + i]];
+      chunk_loss += static_cast<double>(lse - z[tgt]);
+      for (int j = 0; j < vocab; ++j) z[j] = std::exp(z[j] - lse) * scale;
+      z[tgt] -= scale;
+    }
+    loss += chunk_loss;
+    Sgemm(true, false, vocab, h, n, 1.0f, lg.data(), vocab, hb.data(), h, 1.0f, gw, h);
+    Sgemm(false, false, n, h, vocab, 1.0f, lg.data(), vocab, w, h, 0.0f, dhb.data(), h);
+    for (int i = 0; i < n; ++i)
+      std::memcpy(dh.data() + static_cast<size_t>(rows[r0 + i]) * h, dhb.data() + static_cast<size_t>(i) * h,
+                  h * sizeof(float));
+  }
+  Backward(dh.data(), nullptr);
+  return loss;
+}
+
+void Model::Logits(float* out) {
+  Sgemm(false, true, total_, cfg_.vocab, cfg_.hidden, 1.0f, hidden_.data(), cfg_.hidden, Lm(params_.data()),
+        cfg_.hidden, 0.0f, out, cfg_.vocab);
+}
+
+void Model::ZeroGrad() { grads_.Zero(); }
+
+double Model::GradNormSquared() const {
+  // Fixed-size blocks summed in order: the same result for any thread count.
+  constexpr size_t kBlock = 1 << 16;
+  const size_t n = num_params_;
+  const size_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> part(blocks, 0.0);
+  const float* g = grads_.data();
+#pragma omp parallel for schedule(static) if (blocks > 4)
+  for (size_t b = 0; b < blocks; ++b) {
+    double s = 0.0;
+    const size_t end = std::min(n, (b + 1) * kBlock);
+    for (size_t i = b * kBlock; i < end; ++i) s += static_cast<double>(g[i]) * g[i];
+    part[b] = s;
+  }
+  double total = 0.0;
+  for (double s : part) total += s;
+  return total;
+}
+
+void Model::AdamW(float lr, float beta1, float beta2, float eps, float weight_decay, int64_t step,
+                  float grad_scale) {
+  float* m = adam_m();
+  float* v = adam_v();
+  float* p = params_.data();
+  const float* g = grads_.data();
+  const double bc1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step));
+  const double bc2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step));
+  const float step_size = static_cast<float>(lr / bc1);
+  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  for (const auto& t : tensors_) {
+    const float decay = t.decay ? 1.0f - lr * weight_decay : 1.0f;
+    const size_t begin = t.offset, end = t.offset + t.numel;
+#pragma omp parallel for schedule(static) if (t.numel > 65536)
+    for (size_t i = begin; i < end; ++i) {
+      const float gi = g[i] * grad_scale;
+      m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
+      v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+      p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) / bc2_sqrt + eps);
+    }
+  }
+}
+
+std::unique_ptr<KvCache> Model::NewCache() const {
+  auto cache = std::make_unique<KvCache>();
+  cache->k.resize(cfg_.layers);
+  cache->v.resize(cfg_.layers);
+  return cache;
+}
+
+void Model::Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, const int32_t* counts, float* logits) {
+  const ModelConfig& c = cfg_;
+  const int h = c.hidden, kd = c.kv_heads * c.head_dim;
+  const int batch = static_cast<int>(caches.size());
+  int total = 0;
+  for (int b = 0; b < batch; ++b) total += counts[b];
+  const size_t T = static_cast<size_t>(total);
+  // seq_of_ holds [sequence of each token | position of each token] for LayerForward's cached mode.
+  seq_of_.resize(2 * T);
+  int longest = 0;
+  for (int b = 0, t = 0; b < batch; ++b) {
+    KvCache* cache = caches[b];
+    const int need = cache->len + counts[b];
+    longest = std::max(longest, need);
+    if (need > cache->cap) {
+      const int cap = std::max(need, std::max(64, cache->cap * 2));
+      for (int l = 0; l < c.layers; ++l) {
+        for (auto* bufs : {&cache->k, &cache->v}) {
+          Buffer grown(static_cast<size_t>(cap) * kd);
+          if (cache->len > 0)
+            std::memcpy(grown.data(), (*bufs)[l].data(), static_cast<size_t>(cache->len) * kd * sizeof(float));
+          std::swap((*bufs)[l], grown);
+        }
+      }
+      cache->cap = cap;
+    }
+    for (int i = 0; i < counts[b]; ++i, ++t) {
+      seq_of_[t] = b;
+      seq_of_[T + t] = cache->len + i;
+    }
+  }
+  EnsureRope(longest + 1);
+  Buffer x(T * h), y(T * h);
+  const float* emb = params_.data() + embed_off_;
+  for (size_t t = 0; t < T; ++t) {
+    std::memcpy(x.data() + t * h, emb + static_cast<size_t>(tokens[t]) * h, h * sizeof(float));
+  }
+  LayerActs a;
+  for (int l = 0; l < c.layers; ++l) {
+    LayerForward(l, x.data(), y.data(), a, total, &caches);
+    std::swap(x, y);
+  }
+  // Final norm and lm_head only on each sequence's last new token.
+  Buffer last(static_cast<size_t>(batch) * h), normed(static_cast<size_t>(batch) * h), r(batch);
+  for (int b = 0, t = 0; b < batch; ++b) {
+    t += counts[b];
+    std::memcpy(last.data() + static_cast<size_t>(b) * h, x.data() + static_cast<size_t>(t - 1) * h, h * sizeof(float));
+    caches[b]->len += counts[b];
+  }
+  cpu::RmsNormForward(last.data(), params_.data() + norm_off_, normed.data(), r.data(), batch, h, c.eps);
+  Sgemm(false, true, batch, c.vocab, h, 1.0f, normed.data(), h, Lm(params_.data()), h, 0.0f, logits, c.vocab);
+}
+
+}  // namespace agentrl::engine

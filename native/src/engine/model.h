@@ -1,0 +1,135 @@
+// The decoder-only transformer (Llama / Qwen2 / Qwen3 family) held by the engine: one flat fp32
+// parameter buffer (HF tensor names, 64-byte aligned offsets), a gradient buffer of the same layout,
+// AdamW moments, and the activations of the latest training forward.
+//
+// Device boundary: everything a backend must provide is the set of kernels in cpu/ (GEMM, norms,
+// RoPE, attention) plus the Buffer type below. A CUDA/HIP backend supplies device Buffers and the
+// same kernels; the N-API surface (bindings.cc) and the TS API do not change.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace agentrl::engine {
+
+struct ModelConfig {
+  int vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  float eps = 1e-6f, rope_theta = 10000.0f;
+  bool qk_norm = false, qkv_bias = false, o_bias = false, tied = false;
+};
+
+// A 64-byte aligned host array that only grows; the unit a device backend would replace.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t n) { Resize(n); }
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept : data_(o.data_), size_(o.size_), capacity_(o.capacity_) {
+    o.data_ = nullptr;
+    o.size_ = o.capacity_ = 0;
+  }
+  Buffer& operator=(Buffer&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(capacity_, o.capacity_);
+    return *this;
+  }
+  void Resize(size_t n);  // keeps nothing; contents are undefined after a growth
+  void Zero();
+  float* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  float* data_ = nullptr;
+  size_t size_ = 0, capacity_ = 0;
+};
+
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  size_t offset = 0, numel = 0;
+  bool decay = false;  // AdamW weight decay applies to matrices and embeddings, not norms or biases
+};
+
+constexpr size_t kAbsent = static_cast<size_t>(-1);
+
+struct LayerOffsets {
+  size_t ln1, wq, bq, wk, bk, wv, bv, wo, bo, qn, kn, ln2, wg, wu, wd;
+};
+
+// Pointers of one layer's tensors inside a flat buffer (params or grads); nullptr when absent.
+struct LayerView {
+  float *ln1, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo, *qn, *kn, *ln2, *wg, *wu, *wd;
+};
+
+struct LayerActs {
+  Buffer xn1, r1, qpre, kpre, rq, rk, q, k, v, att, lse, xmid, xn2, r2, g, u;
+};
+
+struct KvCache {
+  int len = 0, cap = 0;
+  std::vector<Buffer> k, v;  // per layer, [cap, kv_heads * head_dim]
+};
+
+class Model {
+ public:
+  explicit Model(const ModelConfig& cfg);
+  const ModelConfig& config() const { return cfg_; }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  size_t num_params() const { return num_params_; }
+  float* params() const { return params_.data(); }
+  float* grads() const { return grads_.data(); }
+  float* adam_m();
+  float* adam_v();
+
+  void InitParams(uint64_t seed, float stddev);
+  // Training forward over a packed batch; keeps what the backward needs. Returns hidden [T, H].
+  const float* Forward(const int32_t* tokens, const int32_t* cu, int num_seqs, int total, bool recompute);
+  // Accumulates gradients from dHidden (and an optional lm_head gradient) through every layer.
+  void Backward(const float* d_hidden, const float* d_lm_head);
+  // Masked next-token cross-entropy on the latest Forward: targets[t] < 0 are ignored; gradients are
+  // scaled by `scale` and accumulated (lm_head and the whole stack). Returns the unscaled loss sum.
+  double CrossEntropyBackward(const int32_t* targets, float scale);
+  // logits [T, V] of the latest Forward.
+  void Logits(float* out);
+  void ZeroGrad();
+  double GradNormSquared() const;
+  void AdamW(float lr, float beta1, float beta2, float eps, float weight_decay, int64_t step, float grad_scale);
+
+  // Appends counts[b] tokens to caches[b] and returns the logits of each sequence's last new token [B, V].
+  void Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, const int32_t* counts, float* logits);
+  std::unique_ptr<KvCache> NewCache() const;
+
+ private:
+  LayerView View(float* base, int layer) const;
+  float* Lm(float* base) const { return base + (cfg_.tied ? embed_off_ : lm_off_); }
+  void EnsureRope(int positions);
+  void LayerForward(int layer, const float* x_in, float* x_out, LayerActs& a, int total,
+                    const std::vector<KvCache*>* caches);
+  void LayerBackward(int layer, const float* x_in, LayerActs& a, float* dres);
+
+  ModelConfig cfg_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<LayerOffsets> layer_off_;
+  size_t embed_off_ = 0, norm_off_ = 0, lm_off_ = kAbsent, num_params_ = 0;
+  Buffer params_, grads_, m_, v_;
+  bool adam_ready_ = false;
+
+  // Activations of the latest training forward.
+  int total_ = 0, num_seqs_ = 0;
+  bool recompute_ = false;
+  std::vector<int32_t> tokens_, cu_, pos_, seq_of_;
+  std::vector<Buffer> xs_;  // xs_[l]: input of layer l; xs_[L]: output of the last layer
+  std::vector<LayerActs> acts_;
+  LayerActs scratch_;
+  Buffer hidden_, rf_, act_, dact_, dxn_, dres_, datt_, dq_, dk_, dv_, dtmp_, x_scratch_;
+  Buffer rope_cos_, rope_sin_;
+  int rope_len_ = 0;
+};
+
+}  // namespace agentrl::engine

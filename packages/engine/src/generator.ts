@@ -1,0 +1,212 @@
+import { type SamplingParams, type SamplingParamsInput, SamplingParamsSchema } from '@agentrl/protocol';
+import { EngineError } from './errors.js';
+import type { Model } from './model.js';
+import type { CacheHandle } from './native.js';
+import { createRng, sampleToken } from './sampling.js';
+
+export interface GenerateRequest {
+  /** Names the KV cache of this sequence; reuse it across turns of one trajectory. */
+  cacheId: string;
+  /** The full sequence so far (prompt, earlier turns, appended tool responses). */
+  tokenIds: readonly number[];
+  params: SamplingParamsInput | SamplingParams;
+}
+
+export interface GenerateResult {
+  /** new tokens (a stop token or the token completing a stop string is included) */
+  tokenIds: number[];
+  /** sampling logprob of each new token (see sampleToken for the exact distribution) */
+  logprobs: number[];
+  finishReason: 'stop' | 'length';
+}
+
+export interface GeneratorOptions {
+  /** Needed only for stopStrings: decodes new tokens to text. */
+  decode?: (ids: readonly number[]) => string;
+  /** Seed of requests that carry no seed of their own. */
+  seed?: number;
+}
+
+interface CacheEntry {
+  handle: CacheHandle;
+  /** tokens whose keys/values are in the cache */
+  tokens: number[];
+  version: number;
+}
+
+interface Active {
+  index: number;
+  entry: CacheEntry;
+  params: SamplingParams;
+  random: () => number;
+  out: GenerateResult;
+  done: boolean;
+}
+
+/**
+ * Batched sampling with one KV cache per cacheId. A request whose tokenIds extend what its cache
+ * holds only prefills the new suffix; a request that diverges from the cache keeps the common
+ * prefix. Caches computed with older weights (model.version changed) are rebuilt automatically.
+ */
+export class Generator {
+  private readonly caches = new Map<string, CacheEntry>();
+  private calls = 0;
+
+  constructor(
+    readonly model: Model,
+    private readonly options: GeneratorOptions = {},
+  ) {}
+
+  /** Number of live caches. */
+  get cacheCount(): number {
+    return this.caches.size;
+  }
+
+  /** Tokens held in the cache of this id (0 when none). */
+  cachedLength(cacheId: string): number {
+    return this.caches.get(cacheId)?.tokens.length ?? 0;
+  }
+
+  /** Frees the KV cache of one sequence. */
+  release(cacheId: string): void {
+    this.caches.delete(cacheId);
+  }
+
+  /** Frees every KV cache. */
+  releaseAll(): void {
+    this.caches.clear();
+  }
+
+  async generate(requests: readonly GenerateRequest[]): Promise<GenerateResult[]> {
+    const m = this.model;
+    const V = m.shape.vocab;
+    const call = this.calls++;
+    const ids = new Set<string>();
+    const active: Active[] = requests.map((req, index) => {
+      if (ids.has(req.cacheId))
+        throw new EngineError('INVALID_REQUEST', `cacheId ${req.cacheId} appears twice in one generate call`);
+      ids.add(req.cacheId);
+      const params = SamplingParamsSchema.parse(req.params);
+      if (params.stopStrings.length > 0 && !this.options.decode) {
+        throw new EngineError(
+          'INVALID_REQUEST',
+          'stopStrings need a decode function: createGenerator(model, { decode: tokenizer.decode })',
+        );
+      }
+      if (req.tokenIds.length === 0)
+        throw new EngineError('INVALID_REQUEST', `request ${req.cacheId} has no tokens`);
+      if (req.tokenIds.length >= m.shape.maxPositions) {
+        throw new EngineError(
+          'INVALID_REQUEST',
+          `request ${req.cacheId} has ${req.tokenIds.length} tokens, no room below max_position_embeddings (${m.shape.maxPositions})`,
+        );
+      }
+      for (const t of req.tokenIds) {
+        if (!Number.isInteger(t) || t < 0 || t >= V)
+          throw new EngineError('INVALID_REQUEST', `token id ${t} is outside [0, ${V})`);
+      }
+      const seed = params.seed ?? ((this.options.seed ?? 0) * 1_000_003 + call * 7919 + index) | 0;
+      return {
+        index,
+        entry: this.cacheFor(req.cacheId),
+        params,
+        random: createRng(seed),
+        out: { tokenIds: [], logprobs: [], finishReason: 'length' },
+        done: false,
+      };
+    });
+    // Prefill: only the part of each sequence its cache does not hold yet.
+    const feeds = active.map((a) => {
+      const req = requests[a.index] as GenerateRequest;
+      const e = a.entry;
+      let common = 0;
+      const limit = Math.min(e.tokens.length, req.tokenIds.length);
+      while (common < limit && e.tokens[common] === req.tokenIds[common]) common++;
+      if (common === req.tokenIds.length) common--; // re-feed the last token to get its logits
+      m.native.cacheTruncate(e.handle, common);
+      e.tokens.length = common;
+      return req.tokenIds.slice(common);
+    });
+    let logits = this.extend(active, feeds);
+    while (active.some((a) => !a.done)) {
+      const next: number[][] = [];
+      const stepping: Active[] = [];
+      for (let b = 0, row = 0; b < active.length; b++) {
+        const a = active[b] as Active;
+        if (a.done) continue;
+        const r = row++;
+        const { token, logprob } = sampleToken(logits.subarray(r * V, (r + 1) * V), a.params, a.random);
+        a.out.tokenIds.push(token);
+        a.out.logprobs.push(logprob);
+        if (this.finished(a, token)) {
+          a.done = true;
+          continue;
+        }
+        stepping.push(a);
+        next.push([token]);
+      }
+      if (stepping.length === 0) break;
+      logits = this.extend(stepping, next);
+    }
+    return active.map((a) => a.out);
+  }
+
+  private finished(a: Active, token: number): boolean {
+    const p = a.params;
+    if (p.stopTokenIds.includes(token)) {
+      a.out.finishReason = 'stop';
+      return true;
+    }
+    if (p.stopStrings.length > 0 && this.options.decode) {
+      const text = this.options.decode(a.out.tokenIds);
+      if (p.stopStrings.some((s) => text.includes(s))) {
+        a.out.finishReason = 'stop';
+        return true;
+      }
+    }
+    if (a.out.tokenIds.length >= p.maxNewTokens || a.entry.tokens.length >= this.model.shape.maxPositions) {
+      a.out.finishReason = 'length';
+      return true;
+    }
+    return false;
+  }
+
+  /** Runs the model over each sequence's new tokens and returns the logits of each last token. */
+  private extend(batch: Active[], feeds: number[][]): Float32Array {
+    const m = this.model;
+    const counts = Int32Array.from(feeds, (f) => f.length);
+    const tokens = Int32Array.from(feeds.flat());
+    const logits = new Float32Array(batch.length * m.shape.vocab);
+    m.native.extend(
+      m.handle,
+      batch.map((a) => a.entry.handle),
+      tokens,
+      counts,
+      logits,
+    );
+    batch.forEach((a, i) => {
+      a.entry.tokens.push(...(feeds[i] as number[]));
+    });
+    return logits;
+  }
+
+  private cacheFor(cacheId: string): CacheEntry {
+    const m = this.model;
+    let e = this.caches.get(cacheId);
+    if (e && e.version !== m.version) {
+      m.native.cacheTruncate(e.handle, 0);
+      e.tokens.length = 0;
+      e.version = m.version;
+    }
+    if (!e) {
+      e = { handle: m.native.createCache(m.handle), tokens: [], version: m.version };
+      this.caches.set(cacheId, e);
+    }
+    return e;
+  }
+}
+
+/** A batched KV-cache sampler over a model; weights updated in place are used by the next generate. */
+export function createGenerator(model: Model, options: GeneratorOptions = {}): Generator {
+  return new Generator(model, options);
+}

@@ -1,0 +1,228 @@
+import { type PackedBatch, validateBatch } from './batch.js';
+import {
+  type ModelConfig,
+  type ModelConfigInput,
+  type NativeModelConfig,
+  parseModelConfig,
+  toNativeConfig,
+} from './config.js';
+import { EngineError } from './errors.js';
+import { type EngineBinding, engineBinding, type ModelHandle } from './native.js';
+
+/** One named parameter tensor: `data` and `grad` are live views of the engine's buffers. */
+export interface Parameter {
+  name: string;
+  shape: number[];
+  data: Float32Array;
+  grad: Float32Array;
+}
+
+export interface ForwardOptions {
+  /** Keep only each layer's input and recompute the rest during the backward (less memory, ~1.3x time). */
+  recompute?: boolean;
+}
+
+export interface SftLossOptions extends ForwardOptions {
+  /** Divide the loss sum by this (e.g. the target count of the whole accumulated batch); default: this batch's count. */
+  normalizer?: number;
+}
+
+export interface SftLossResult {
+  /** loss sum / normalizer */
+  loss: number;
+  lossSum: number;
+  numTargets: number;
+}
+
+export interface CreateModelOptions {
+  /** Seed of the normal(0, initializer_range) init; the same seed gives the same weights. */
+  seed?: number;
+}
+
+/**
+ * A Llama / Qwen2 / Qwen3 decoder on the native backend. Weights, gradients and AdamW moments live
+ * in native buffers; `parameters()` exposes them as Float32Array views (CPU backend: zero-copy).
+ * One training forward is in flight at a time: `backwardFromHidden` consumes the latest forward.
+ */
+export class Model {
+  readonly config: ModelConfig;
+  readonly shape: NativeModelConfig;
+  /** Number of trainable scalars. */
+  readonly numParameters: number;
+  /** Bumped whenever the weights change (optimizer step, load): KV caches of older versions are stale. */
+  version = 0;
+  /** @internal */
+  readonly handle: ModelHandle;
+  /** @internal */
+  readonly native: EngineBinding;
+  private readonly params: Parameter[];
+  private readonly byName = new Map<string, Parameter>();
+  private readonly flat: {
+    params: Float32Array;
+    grads: Float32Array;
+    adamM: Float32Array;
+    adamV: Float32Array;
+  };
+  private forwardTokens: Int32Array | undefined;
+  private forwardCu: Int32Array | undefined;
+
+  /** @internal use createModel / loadModel */
+  constructor(config: ModelConfig) {
+    this.config = config;
+    this.shape = toNativeConfig(config);
+    this.native = engineBinding();
+    const created = this.native.createModel(this.shape);
+    this.handle = created.handle;
+    const buffers = this.native.buffers(this.handle);
+    this.flat = {
+      params: new Float32Array(buffers.params),
+      grads: new Float32Array(buffers.grads),
+      adamM: new Float32Array(buffers.adamM),
+      adamV: new Float32Array(buffers.adamV),
+    };
+    this.params = created.tensors.map((t) => ({
+      name: t.name,
+      shape: t.shape,
+      data: this.flat.params.subarray(t.offset, t.offset + t.numel),
+      grad: this.flat.grads.subarray(t.offset, t.offset + t.numel),
+    }));
+    for (const p of this.params) this.byName.set(p.name, p);
+    this.numParameters = this.params.reduce((n, p) => n + p.data.length, 0);
+  }
+
+  /** Every parameter in HF order with live data/grad views. */
+  parameters(): readonly Parameter[] {
+    return this.params;
+  }
+
+  /** The parameter with this HF name, or undefined. */
+  parameter(name: string): Parameter | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The lm_head weight [V, H] as a live view (the embedding matrix when tied). */
+  lmHeadWeight(): Float32Array {
+    const p = this.byName.get(this.shape.tied ? 'model.embed_tokens.weight' : 'lm_head.weight');
+    if (!p) throw new EngineError('NATIVE', 'lm_head weight missing from the layout');
+    return p.data;
+  }
+
+  /** The AdamW first and second moments (flat, in layout order) as live views. @internal */
+  adamMoments(): { m: Float32Array; v: Float32Array } {
+    return { m: this.flat.adamM, v: this.flat.adamV };
+  }
+
+  /**
+   * Training forward over a packed batch. Returns the final-norm hidden states [T, H] (row t predicts
+   * token t+1 of its sequence) for a loss computed outside (e.g. the fused-linear policy loss).
+   */
+  forwardHidden(
+    batch: PackedBatch,
+    options: ForwardOptions = {},
+  ): { hidden: Float32Array; numTokens: number; hiddenSize: number } {
+    validateBatch(batch, this.shape.vocab, this.shape.maxPositions);
+    const hidden = this.native.forward(
+      this.handle,
+      batch.tokenIds,
+      batch.cuSeqlens,
+      options.recompute ?? false,
+    );
+    this.forwardTokens = batch.tokenIds;
+    this.forwardCu = batch.cuSeqlens;
+    return { hidden, numTokens: batch.tokenIds.length, hiddenSize: this.shape.hidden };
+  }
+
+  /**
+   * Backward of the latest forwardHidden: accumulates (adds) parameter gradients from dHidden [T, H]
+   * and, when given, dLmHead [V, H] into the lm_head gradient (the embedding's when tied).
+   */
+  backwardFromHidden(dHidden: Float32Array, options: { dLmHead?: Float32Array } = {}): void {
+    const tokens = this.requireForward();
+    const expected = tokens.length * this.shape.hidden;
+    if (!(dHidden instanceof Float32Array) || dHidden.length !== expected) {
+      throw new EngineError('INVALID_BATCH', `dHidden must be a Float32Array of ${expected} floats ([T, H])`);
+    }
+    const dLm = options.dLmHead;
+    if (
+      dLm !== undefined &&
+      (!(dLm instanceof Float32Array) || dLm.length !== this.shape.vocab * this.shape.hidden)
+    ) {
+      throw new EngineError(
+        'INVALID_BATCH',
+        `dLmHead must be a Float32Array of ${this.shape.vocab * this.shape.hidden} floats ([V, H])`,
+      );
+    }
+    this.native.backward(this.handle, dHidden, dLm);
+  }
+
+  /** Logits [T, V] of a packed batch (also leaves it as the latest forward). */
+  forwardLogits(batch: PackedBatch): Float32Array {
+    this.forwardHidden(batch);
+    const out = new Float32Array(batch.tokenIds.length * this.shape.vocab);
+    this.native.logits(this.handle, out);
+    return out;
+  }
+
+  /**
+   * Masked next-token cross-entropy, forward and backward in one call (gradients accumulate).
+   * `lossMask[t]` (nonzero) makes token t a target, predicted from t-1 of the same sequence; the
+   * first token of a sequence is never a target.
+   */
+  sftLoss(batch: PackedBatch, lossMask: ArrayLike<number>, options: SftLossOptions = {}): SftLossResult {
+    const n = batch.tokenIds.length;
+    if (lossMask.length !== n) {
+      throw new EngineError('INVALID_BATCH', `lossMask has ${lossMask.length} entries for ${n} tokens`);
+    }
+    this.forwardHidden(batch, options);
+    const targets = new Int32Array(n).fill(-1);
+    let count = 0;
+    for (let s = 0; s + 1 < batch.cuSeqlens.length; s++) {
+      const end = batch.cuSeqlens[s + 1] ?? 0;
+      for (let t = (batch.cuSeqlens[s] ?? 0) + 1; t < end; t++) {
+        if (lossMask[t]) {
+          targets[t - 1] = batch.tokenIds[t] ?? 0;
+          count++;
+        }
+      }
+    }
+    const normalizer = options.normalizer ?? Math.max(count, 1);
+    if (!(normalizer > 0)) throw new EngineError('INVALID_BATCH', 'normalizer must be positive');
+    const lossSum = this.native.crossEntropy(this.handle, targets, 1 / normalizer);
+    return { loss: lossSum / normalizer, lossSum, numTargets: count };
+  }
+
+  /** Sets every gradient to zero. */
+  zeroGrad(): void {
+    this.native.zeroGrad(this.handle);
+  }
+
+  /** Global L2 norm of all gradients (deterministic for any thread count). */
+  gradNorm(): number {
+    return Math.sqrt(this.native.gradNormSquared(this.handle));
+  }
+
+  /** Call after writing weights through parameter views so generators drop stale KV caches. */
+  markWeightsChanged(): void {
+    this.version++;
+  }
+
+  private requireForward(): Int32Array {
+    if (!this.forwardTokens || !this.forwardCu) {
+      throw new EngineError('NO_FORWARD', 'backwardFromHidden needs a forwardHidden first');
+    }
+    return this.forwardTokens;
+  }
+}
+
+/** A randomly initialised model: normal(0, initializer_range) matrices, unit norms, zero biases. */
+export function createModel(config: ModelConfigInput | ModelConfig, options: CreateModelOptions = {}): Model {
+  const parsed = parseModelConfig(config);
+  const model = new Model(parsed);
+  model.native.initParams(model.handle, options.seed ?? 0, parsed.initializer_range);
+  return model;
+}
+
+/** A model with all-zero weights of this config (for loaders). */
+export function createEmptyModel(config: ModelConfig): Model {
+  return new Model(config);
+}

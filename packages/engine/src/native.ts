@@ -1,0 +1,85 @@
+import { loadNative } from '@agentrl/native';
+import type { NativeModelConfig } from './config.js';
+import { EngineError } from './errors.js';
+
+/** Opaque native handles. */
+export type ModelHandle = { readonly __brand: 'ModelHandle' };
+export type CacheHandle = { readonly __brand: 'CacheHandle' };
+
+export interface NativeTensorInfo {
+  name: string;
+  shape: number[];
+  /** offset in floats inside the flat parameter buffer */
+  offset: number;
+  numel: number;
+}
+
+/** The engine's native surface (native/src/engine/bindings.cc). Arguments are checked by callers. */
+export interface EngineBinding {
+  backend: string;
+  createModel(config: NativeModelConfig): {
+    handle: ModelHandle;
+    tensors: NativeTensorInfo[];
+    numFloats: number;
+  };
+  buffers(handle: ModelHandle): {
+    params: ArrayBuffer;
+    grads: ArrayBuffer;
+    adamM: ArrayBuffer;
+    adamV: ArrayBuffer;
+  };
+  initParams(handle: ModelHandle, seed: number, std: number): void;
+  forward(handle: ModelHandle, tokens: Int32Array, cu: Int32Array, recompute: boolean): Float32Array;
+  backward(handle: ModelHandle, dHidden: Float32Array, dLmHead: Float32Array | undefined): void;
+  crossEntropy(handle: ModelHandle, targets: Int32Array, scale: number): number;
+  logits(handle: ModelHandle, out: Float32Array): void;
+  zeroGrad(handle: ModelHandle): void;
+  gradNormSquared(handle: ModelHandle): number;
+  adamw(
+    handle: ModelHandle,
+    lr: number,
+    beta1: number,
+    beta2: number,
+    eps: number,
+    weightDecay: number,
+    step: number,
+    gradScale: number,
+  ): void;
+  createCache(handle: ModelHandle): CacheHandle;
+  cacheLength(cache: CacheHandle): number;
+  cacheTruncate(cache: CacheHandle, length: number): void;
+  extend(
+    handle: ModelHandle,
+    caches: CacheHandle[],
+    tokens: Int32Array,
+    counts: Int32Array,
+    logits: Float32Array,
+  ): void;
+  setThreads(n: number): number;
+}
+
+let binding: EngineBinding | undefined;
+
+/** The engine component of the one agentrl addon; throws an actionable error when it is missing. */
+export function engineBinding(): EngineBinding {
+  if (binding) return binding;
+  // OpenMP workers that spin after each parallel region steal the cores from the main thread on a
+  // shared or oversubscribed machine; sleeping workers cost microseconds per region instead. libgomp
+  // reads this when the addon loads, so it only takes effect if nothing loaded the addon earlier.
+  process.env.OMP_WAIT_POLICY ??= 'PASSIVE';
+  const addon = loadNative();
+  const engine = addon.engine as EngineBinding | undefined;
+  if (!engine) {
+    throw new EngineError(
+      'NATIVE',
+      `the native addon has no "engine" component (it has: ${addon.modules().join(', ')}); rebuild it: pnpm --filter @agentrl/native build`,
+    );
+  }
+  binding = engine;
+  return engine;
+}
+
+/** Sets the number of OpenMP threads the CPU backend uses; returns the number now in effect. */
+export function setEngineThreads(n: number): number {
+  return engineBinding().setThreads(n);
+}

@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import { packSequences } from '../src/batch.js';
+import { createGenerator } from '../src/generator.js';
+import { createModel } from '../src/model.js';
+import { createAdamW } from '../src/optimizer.js';
+import { logSoftmaxAt, tinyConfig } from './helpers.js';
+
+const V = 50;
+
+/** logprob of each token of `seq` from position `from` on, by one full forward. */
+function fullForwardLogprobs(model: ReturnType<typeof createModel>, seq: number[], from: number): number[] {
+  const logits = model.forwardLogits(packSequences([seq]));
+  return seq.slice(from).map((tok, i) => logSoftmaxAt(logits, V, from + i - 1, tok));
+}
+
+describe('KV-cache generation', () => {
+  it('sampled logprobs equal a full forward over the same tokens, for a batch of different prompts', async () => {
+    const model = createModel(tinyConfig(), { seed: 1 });
+    const gen = createGenerator(model);
+    const prompts = [[1, 2, 3], [4, 5, 6, 7, 8, 9, 10], [11]];
+    const params = { temperature: 1, maxNewTokens: 12, seed: 5 };
+    const out = await gen.generate(prompts.map((tokenIds, i) => ({ cacheId: `s${i}`, tokenIds, params })));
+    out.forEach((o, i) => {
+      const prompt = prompts[i] as number[];
+      expect(o.tokenIds).toHaveLength(12);
+      expect(o.finishReason).toBe('length');
+      const expected = fullForwardLogprobs(model, [...prompt, ...o.tokenIds], prompt.length);
+      o.logprobs.forEach((lp, j) => {
+        expect(lp).toBeCloseTo(expected[j] ?? 0, 4);
+      });
+    });
+  });
+
+  it('temperature scales the reported logprob (log-softmax of logits / T)', async () => {
+    const model = createModel(tinyConfig(), { seed: 2 });
+    const [o] = await createGenerator(model).generate([
+      { cacheId: 'a', tokenIds: [3, 4], params: { temperature: 0.5, maxNewTokens: 1, seed: 1 } },
+    ]);
+    const logits = model.forwardLogits(packSequences([[3, 4]]));
+    const scaled = logits.map((z) => z / 0.5);
+    expect(o?.logprobs[0]).toBeCloseTo(logSoftmaxAt(scaled, V, 1, o?.tokenIds[0] ?? 0), 4);
+  });
+
+  it('greedy generation is deterministic and picks the argmax', async () => {
+    const model = createModel(tinyConfig(), { seed: 3 });
+    const req = { tokenIds: [7, 8, 9], params: { temperature: 0, maxNewTokens: 10 } };
+    const a = await createGenerator(model).generate([{ cacheId: 'x', ...req }]);
+    const b = await createGenerator(model).generate([{ cacheId: 'y', ...req }]);
+    expect(a[0]?.tokenIds).toEqual(b[0]?.tokenIds);
+    const seq = [7, 8, 9, ...(a[0]?.tokenIds ?? [])];
+    const logits = model.forwardLogits(packSequences([seq]));
+    for (let i = 0; i < 10; i++) {
+      const row = logits.subarray((2 + i) * V, (3 + i) * V);
+      expect(row.indexOf(Math.max(...row))).toBe(seq[3 + i]);
+    }
+  });
+
+  it('continuing after appended tokens prefills only the suffix and equals a from-scratch run', async () => {
+    const model = createModel(tinyConfig(), { seed: 4 });
+    const gen = createGenerator(model);
+    const params = { temperature: 0, maxNewTokens: 5 };
+    const [first] = await gen.generate([{ cacheId: 't', tokenIds: [1, 2, 3], params }]);
+    const turn2 = [1, 2, 3, ...(first?.tokenIds ?? []), 40, 41, 42];
+    expect(gen.cachedLength('t')).toBe(3 + 4); // the last sampled token is not yet in the cache
+    const [cont] = await gen.generate([{ cacheId: 't', tokenIds: turn2, params }]);
+    const [scratch] = await createGenerator(model).generate([{ cacheId: 'fresh', tokenIds: turn2, params }]);
+    expect(cont?.tokenIds).toEqual(scratch?.tokenIds);
+    cont?.logprobs.forEach((lp, i) => {
+      expect(lp).toBeCloseTo(scratch?.logprobs[i] ?? 0, 5);
+    });
+    const expected = fullForwardLogprobs(model, [...turn2, ...(cont?.tokenIds ?? [])], turn2.length);
+    cont?.logprobs.forEach((lp, i) => {
+      expect(lp).toBeCloseTo(expected[i] ?? 0, 4);
+    });
+  });
+
+  it('stops on stop tokens and stop strings, keeping them in the output', async () => {
+    const model = createModel(tinyConfig(), { seed: 5 });
+    const [free] = await createGenerator(model).generate([
+      { cacheId: 'a', tokenIds: [1], params: { temperature: 0, maxNewTokens: 8 } },
+    ]);
+    const stopAt = free?.tokenIds[2] as number;
+    const first = free?.tokenIds.indexOf(stopAt) as number;
+    const [stopped] = await createGenerator(model).generate([
+      { cacheId: 'a', tokenIds: [1], params: { temperature: 0, maxNewTokens: 8, stopTokenIds: [stopAt] } },
+    ]);
+    expect(stopped?.tokenIds).toEqual(free?.tokenIds.slice(0, first + 1));
+    expect(stopped?.finishReason).toBe('stop');
+    const decode = (ids: readonly number[]) => ids.map((i) => String.fromCharCode(65 + i)).join('');
+    const [byString] = await createGenerator(model, { decode }).generate([
+      {
+        cacheId: 'a',
+        tokenIds: [1],
+        params: { temperature: 0, maxNewTokens: 8, stopStrings: [decode([stopAt])] },
+      },
+    ]);
+    expect(byString?.tokenIds).toEqual(stopped?.tokenIds);
+  });
+
+  it('uses weights updated by training at the next generate (stale caches are rebuilt)', async () => {
+    const model = createModel(tinyConfig(), { seed: 6 });
+    const gen = createGenerator(model);
+    const params = { temperature: 0, maxNewTokens: 4 };
+    await gen.generate([{ cacheId: 'w', tokenIds: [5, 6, 7], params }]);
+    const opt = createAdamW(model, { lr: 0.05 });
+    model.sftLoss(packSequences([[5, 6, 7, 8, 9]]), [1, 1, 1, 1, 1]);
+    opt.step();
+    const [after] = await gen.generate([{ cacheId: 'w', tokenIds: [5, 6, 7], params }]);
+    const expected = fullForwardLogprobs(model, [5, 6, 7, ...(after?.tokenIds ?? [])], 3);
+    after?.logprobs.forEach((lp, i) => {
+      expect(lp).toBeCloseTo(expected[i] ?? 0, 4);
+    });
+  });
+
+  it('seeded sampling with top-k / top-p is reproducible and stays inside the kept set', async () => {
+    const model = createModel(tinyConfig(), { seed: 7 });
+    const params = { temperature: 1, topK: 3, topP: 0.9, maxNewTokens: 6, seed: 42 };
+    const a = await createGenerator(model).generate([{ cacheId: 'p', tokenIds: [2, 3], params }]);
+    const b = await createGenerator(model).generate([{ cacheId: 'q', tokenIds: [2, 3], params }]);
+    expect(a).toEqual(b);
+    const seq = [2, 3, ...(a[0]?.tokenIds ?? [])];
+    const logits = model.forwardLogits(packSequences([seq]));
+    for (let i = 0; i < 6; i++) {
+      const row = Array.from(logits.subarray((1 + i) * V, (2 + i) * V));
+      const top3 = [...row].sort((x, y) => y - x)[2] ?? 0;
+      expect(row[seq[2 + i] ?? 0]).toBeGreaterThanOrEqual(top3);
+    }
+  });
+});
