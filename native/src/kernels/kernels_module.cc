@@ -1,0 +1,202 @@
+// N-API surface of the policy-loss kernels (`addon.kernels`). The TS layer (@agentrl/kernels)
+// validates every argument first; the checks here are a second line so a bad call from elsewhere
+// still gets a JS error, never a crash. C++ exceptions become JS errors with a `code`.
+#include <napi.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "gpu/gpu_library.h"
+#include "kernels/gpu_policy_loss.h"
+#include "kernels/policy_loss.h"
+#include "registry.h"
+
+namespace agentrl::kernels {
+namespace {
+
+struct BackendUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename Arr>
+Arr Typed(const Napi::Object& o, const char* name, int64_t length) {
+  Napi::Value v = o.Get(name);
+  if (!v.IsTypedArray()) throw InvalidArgument(std::string(name) + " must be a typed array");
+  Napi::TypedArray ta = v.As<Napi::TypedArray>();
+  Arr a = v.As<Arr>();
+  if (ta.TypedArrayType() != a.TypedArrayType()) throw InvalidArgument(std::string(name) + " has the wrong dtype");
+  if (length >= 0 && static_cast<int64_t>(a.ElementLength()) != length) {
+    throw InvalidArgument(std::string(name) + " has " + std::to_string(a.ElementLength()) + " elements, expected " +
+                          std::to_string(length));
+  }
+  return a;
+}
+
+int64_t Int(const Napi::Object& o, const char* name) {
+  Napi::Value v = o.Get(name);
+  if (!v.IsNumber()) throw InvalidArgument(std::string(name) + " must be a number");
+  return v.As<Napi::Number>().Int64Value();
+}
+
+double Num(const Napi::Object& o, const char* name, double fallback) {
+  Napi::Value v = o.Get(name);
+  return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
+}
+
+LossConfig ConfigFrom(const Napi::Object& o) {
+  LossConfig c;
+  c.temperature = static_cast<float>(Num(o, "temperature", 1));
+  c.clip_low = static_cast<float>(Num(o, "clipLow", 0.2));
+  c.clip_high = static_cast<float>(Num(o, "clipHigh", 0.28));
+  c.dual_clip = static_cast<float>(Num(o, "dualClip", 0));
+  c.max_log_ratio = static_cast<float>(Num(o, "maxLogRatio", 20));
+  c.aggregation = static_cast<Aggregation>(static_cast<int>(Num(o, "aggregation", 0)));
+  c.sequence_ratio = Num(o, "sequenceRatio", 0) != 0;
+  c.horizon = Num(o, "horizon", 0);
+  c.token_count = static_cast<int64_t>(Num(o, "tokenCount", -1));
+  c.seq_count = static_cast<int64_t>(Num(o, "seqCount", -1));
+  c.entropy = Num(o, "entropy", 0) != 0;
+  if (!(c.temperature > 0)) throw InvalidArgument("config.temperature must be > 0");
+  if (c.aggregation == Aggregation::kSeqMeanTokenSumNorm && !(c.horizon > 0)) {
+    throw InvalidArgument("config.horizon must be > 0 for seq-mean-token-sum-norm");
+  }
+  return c;
+}
+
+/** Token inputs with lengths and the cu_seqlens invariants checked (targets are range-checked too). */
+TokenInputs TokensFrom(const Napi::Object& o, int64_t T, int64_t V) {
+  TokenInputs in;
+  in.T = T;
+  auto targets = Typed<Napi::Int32Array>(o, "targets", T);
+  in.targets = targets.Data();
+  in.old_logp = Typed<Napi::Float32Array>(o, "oldLogprobs", T).Data();
+  in.adv = Typed<Napi::Float32Array>(o, "advantages", T).Data();
+  in.mask = Typed<Napi::Uint8Array>(o, "lossMask", T).Data();
+  auto cu = Typed<Napi::Int32Array>(o, "cuSeqlens", -1);
+  if (cu.ElementLength() < 1 || cu[0] != 0 || cu[cu.ElementLength() - 1] != T) {
+    throw InvalidArgument("cuSeqlens must start at 0 and end at T");
+  }
+  for (size_t i = 1; i < cu.ElementLength(); ++i)
+    if (cu[i] < cu[i - 1]) throw InvalidArgument("cuSeqlens must be non-decreasing");
+  in.S = static_cast<int64_t>(cu.ElementLength()) - 1;
+  in.cu_seqlens = cu.Data();
+  for (int64_t t = 0; t < T; ++t)
+    if (in.targets[t] < 0 || in.targets[t] >= V) throw InvalidArgument("targets[" + std::to_string(t) + "] is out of range");
+  return in;
+}
+
+Napi::Object MetricsToJs(Napi::Env env, const Metrics& m) {
+  Napi::Object r = Napi::Object::New(env);
+  r.Set("loss", m.loss);
+  r.Set("tokens", m.tokens);
+  r.Set("clipFracLow", m.clip_low);
+  r.Set("clipFracHigh", m.clip_high);
+  r.Set("clipFracDual", m.clip_dual);
+  r.Set("approxKl", m.approx_kl);
+  r.Set("ppoKl", m.ppo_kl);
+  r.Set("entropy", m.entropy);
+  return r;
+}
+
+template <typename F>
+Napi::Value Guard(const Napi::CallbackInfo& info, F&& body) {
+  Napi::Env env = info.Env();
+  auto fail = [&](const char* code, const std::string& msg) {
+    Napi::Error e = Napi::Error::New(env, msg);
+    e.Set("code", Napi::String::New(env, code));
+    return e;
+  };
+  try {
+    if (info.Length() < 1 || !info[0].IsObject()) throw InvalidArgument("expected one argument object");
+    return body(env, info[0].As<Napi::Object>());
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const InvalidArgument& e) {
+    throw fail("KERNELS_INVALID_ARGUMENT", e.what());
+  } catch (const BackendUnavailable& e) {
+    throw fail("KERNELS_BACKEND_UNAVAILABLE", e.what());
+  } catch (const std::bad_alloc&) {
+    throw fail("KERNELS_NATIVE_FAILURE", "out of memory");
+  } catch (const std::exception& e) {
+    throw fail("KERNELS_NATIVE_FAILURE", e.what());
+  }
+}
+
+Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
+  return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
+    const int64_t V = Int(o, "vocabSize");
+    if (V < 1) throw InvalidArgument("vocabSize must be >= 1");
+    const int64_t T = Typed<Napi::Int32Array>(o, "targets", -1).ElementLength();
+    LossConfig c = ConfigFrom(o.Get("config").As<Napi::Object>());
+    TokenInputs in = TokensFrom(o, T, V);
+    const bool bf16 = o.Get("bf16").ToBoolean();
+    const void* logits = bf16 ? static_cast<const void*>(Typed<Napi::Uint16Array>(o, "logits", T * V).Data())
+                              : static_cast<const void*>(Typed<Napi::Float32Array>(o, "logits", T * V).Data());
+    float* dlogits = Typed<Napi::Float32Array>(o, "dlogits", T * V).Data();
+    float* logp = Typed<Napi::Float32Array>(o, "logp", T).Data();
+    float* entropy = c.entropy ? Typed<Napi::Float32Array>(o, "entropy", T).Data() : nullptr;
+    std::string backend = o.Get("backend").ToString().Utf8Value();
+    Metrics m;
+    if (backend == "cpu") {
+      if (bf16) throw InvalidArgument("logits: bf16 is supported on the cuda and hip backends only");
+      m = PolicyLossCpu(c, in, static_cast<const float*>(logits), V, dlogits, logp, entropy);
+    } else if (backend == "cuda" || backend == "hip") {
+      auto which = backend == "cuda" ? gpu::Backend::kCuda : gpu::Backend::kHip;
+      void* sym;
+      try {
+        sym = gpu::Symbol(which, "agentrl_policy_loss");
+      } catch (const std::exception& e) {
+        throw BackendUnavailable(e.what());
+      }
+      AgentrlPolicyLossArgs args{c, in, logits, bf16 ? 1 : 0, V, dlogits, logp, entropy, {}};
+      char err[512] = {0};
+      int rc = reinterpret_cast<agentrl_policy_loss_fn>(sym)(&args, err, sizeof(err));
+      if (rc == 2) throw InvalidArgument(err + 8);  // strip "invalid:"
+      if (rc != 0) throw std::runtime_error(err);
+      m = args.metrics;
+    } else {
+      throw InvalidArgument("backend must be cpu, cuda or hip");
+    }
+    return MetricsToJs(env, m);
+  });
+}
+
+Napi::Value FusedLinear(const Napi::CallbackInfo& info) {
+  return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
+    const int64_t V = Int(o, "vocabSize"), H = Int(o, "hiddenSize");
+    if (V < 1 || H < 1) throw InvalidArgument("vocabSize and hiddenSize must be >= 1");
+    const int64_t T = Typed<Napi::Int32Array>(o, "targets", -1).ElementLength();
+    LossConfig c = ConfigFrom(o.Get("config").As<Napi::Object>());
+    TokenInputs in = TokensFrom(o, T, V);
+    const float* hidden = Typed<Napi::Float32Array>(o, "hidden", T * H).Data();
+    const float* weight = Typed<Napi::Float32Array>(o, "weight", V * H).Data();
+    float* dh = Typed<Napi::Float32Array>(o, "dHidden", T * H).Data();
+    float* dw = Typed<Napi::Float32Array>(o, "dWeight", V * H).Data();
+    float* logp = Typed<Napi::Float32Array>(o, "logp", T).Data();
+    int64_t ws = 0;
+    Metrics m = FusedLinearCpu(c, in, hidden, weight, H, V, dh, dw, logp, &ws);
+    Napi::Object r = MetricsToJs(env, m);
+    r.Set("workspaceBytes", static_cast<double>(ws));
+    return r;
+  });
+}
+
+Napi::Value CopyBandwidth(const Napi::CallbackInfo& info) {
+  return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
+    auto src = Typed<Napi::Float32Array>(o, "src", -1);
+    auto dst = Typed<Napi::Float32Array>(o, "dst", src.ElementLength());
+    CopyFloats(src.Data(), dst.Data(), static_cast<int64_t>(src.ElementLength()));
+    return env.Undefined();
+  });
+}
+
+void Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("policyLoss", Napi::Function::New(env, PolicyLoss, "policyLoss"));
+  exports.Set("fusedLinear", Napi::Function::New(env, FusedLinear, "fusedLinear"));
+  exports.Set("copyFloats", Napi::Function::New(env, CopyBandwidth, "copyFloats"));
+}
+
+}  // namespace
+}  // namespace agentrl::kernels
+
+AGENTRL_REGISTER_MODULE(kernels, agentrl::kernels::Init);

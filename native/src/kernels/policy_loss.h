@@ -1,0 +1,30 @@
+// Entry points of the policy-loss kernels (CPU here; CUDA/HIP through gpu_policy_loss.h).
+#pragma once
+#include <cstdint>
+
+#include "kernels/token_math.h"
+
+namespace agentrl::kernels {
+
+/**
+ * Fused policy loss on [T, V] logits: one streaming pass per row for the log-normaliser and one for
+ * dlogits (written to `dlogits`, which may be `logits` itself). With token-level ratios both passes
+ * run back to back on each row while it is still in cache. Fills logp_out [T] (and entropy_out [T]
+ * when config.entropy).
+ */
+Metrics PolicyLossCpu(const LossConfig& c, const TokenInputs& in, const float* logits, int64_t V, float* dlogits,
+                      float* logp_out, float* entropy_out);
+
+/**
+ * Fused-linear policy loss: logits = hidden [T, H] @ weight [V, H]^T / τ, tiled over tokens and
+ * vocabulary, never stored. Forward keeps per-token log Z; backward recomputes each tile and
+ * accumulates dhidden [T, H] and dweight [V, H] (both overwritten). Returns the workspace bytes it
+ * allocated in `workspace_bytes`.
+ */
+Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* hidden, const float* weight, int64_t H,
+                       int64_t V, float* dhidden, float* dweight, float* logp_out, int64_t* workspace_bytes);
+
+/** Multithreaded copy of `n` floats, for the benchmark's bandwidth baseline. */
+void CopyFloats(const float* src, float* dst, int64_t n);
+
+}  // namespace agentrl::kernels

@@ -1,0 +1,33 @@
+export { type BackendInfo, listBackends } from './backends.js';
+export {
+  type AggregationMode,
+  AggregationModeSchema,
+  POLICY_LOSS_DEFAULTS,
+  type PolicyLossConfig,
+  type PolicyLossConfigInput,
+  PolicyLossConfigSchema,
+  parsePolicyLossConfig,
+} from './config.js';
+export { KernelError, KernelErrorCode } from './errors.js';
+export {
+  type FusedLinearOptions,
+  fusedLinearPolicyLoss,
+  type PolicyLossOptions,
+  policyLoss,
+  policyLossSync,
+} from './policy-loss.js';
+export { aggregationWeights } from './reference/aggregation-weights.js';
+export { referenceFusedLinear } from './reference/fused-linear.js';
+export { referencePolicyLoss } from './reference/policy-loss.js';
+export { tokenMath } from './reference/token-math.js';
+export type {
+  Backend,
+  FusedLinearInputs,
+  FusedLinearResult,
+  GradTarget,
+  PolicyLossInputs,
+  PolicyLossMetrics,
+  PolicyLossResult,
+  TokenInputs,
+} from './types.js';
+export { disposeWebGpu } from './webgpu/device.js';

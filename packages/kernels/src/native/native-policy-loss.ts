@@ -1,0 +1,75 @@
+import type { PolicyLossConfig } from '../config.js';
+import type {
+  FusedLinearInputs,
+  FusedLinearResult,
+  GradTarget,
+  PolicyLossInputs,
+  PolicyLossResult,
+} from '../types.js';
+import { callNative, kernelsAddon, type NativeMetrics, toNativeConfig } from './binding.js';
+
+function split(m: NativeMetrics): { loss: number; metrics: PolicyLossResult['metrics'] } {
+  const { loss, tokens, clipFracLow, clipFracHigh, clipFracDual, approxKl, ppoKl, entropy } = m;
+  return { loss, metrics: { tokens, clipFracLow, clipFracHigh, clipFracDual, approxKl, ppoKl, entropy } };
+}
+
+/** The logits variant on the native CPU, CUDA or HIP backend (inputs already validated). */
+export function nativePolicyLoss(
+  backend: 'cpu' | 'cuda' | 'hip',
+  inp: PolicyLossInputs,
+  cfg: PolicyLossConfig,
+  out: GradTarget,
+  T: number,
+): PolicyLossResult {
+  const k = kernelsAddon();
+  const dlogits = out.inPlace ? inp.logits : (out.gradOut ?? new Float32Array(inp.logits.length));
+  const logp = new Float32Array(T);
+  const m = callNative(() =>
+    k.policyLoss({
+      backend,
+      logits: inp.logits,
+      bf16: false,
+      vocabSize: inp.vocabSize,
+      targets: inp.targets,
+      oldLogprobs: inp.oldLogprobs,
+      advantages: inp.advantages,
+      lossMask: inp.lossMask,
+      cuSeqlens: inp.cuSeqlens,
+      dlogits,
+      logp,
+      entropy: cfg.computeEntropy ? new Float32Array(T) : undefined,
+      config: toNativeConfig(cfg),
+    }),
+  );
+  return { ...split(m), dlogits, logprobs: logp };
+}
+
+/** The fused-linear variant on the native CPU backend; also reports the workspace it allocated. */
+export function nativeFusedLinear(
+  inp: FusedLinearInputs,
+  cfg: PolicyLossConfig,
+  T: number,
+): FusedLinearResult & { workspaceBytes: number } {
+  const k = kernelsAddon();
+  const dHidden = new Float32Array(T * inp.hiddenSize);
+  const dWeight = new Float32Array(inp.vocabSize * inp.hiddenSize);
+  const logp = new Float32Array(T);
+  const m = callNative(() =>
+    k.fusedLinear({
+      hidden: inp.hidden,
+      weight: inp.weight,
+      hiddenSize: inp.hiddenSize,
+      vocabSize: inp.vocabSize,
+      targets: inp.targets,
+      oldLogprobs: inp.oldLogprobs,
+      advantages: inp.advantages,
+      lossMask: inp.lossMask,
+      cuSeqlens: inp.cuSeqlens,
+      dHidden,
+      dWeight,
+      logp,
+      config: toNativeConfig(cfg),
+    }),
+  );
+  return { ...split(m), dHidden, dWeight, logprobs: logp, workspaceBytes: m.workspaceBytes };
+}

@@ -1,0 +1,93 @@
+import { type PolicyLossConfigInput, parsePolicyLossConfig } from './config.js';
+import { KernelError, KernelErrorCode } from './errors.js';
+import { nativeFusedLinear, nativePolicyLoss } from './native/native-policy-loss.js';
+import { referenceFusedLinear } from './reference/fused-linear.js';
+import { referencePolicyLoss } from './reference/policy-loss.js';
+import type {
+  Backend,
+  FusedLinearInputs,
+  FusedLinearResult,
+  GradTarget,
+  PolicyLossInputs,
+  PolicyLossResult,
+} from './types.js';
+import { validateFusedLinearInputs, validatePolicyLossInputs } from './validate.js';
+import { webgpuPolicyLoss } from './webgpu/webgpu-policy-loss.js';
+
+export interface PolicyLossOptions extends PolicyLossConfigInput, GradTarget {
+  /** Where to run; default `cpu` (the native addon). */
+  backend?: Backend;
+}
+
+const BACKENDS: readonly Backend[] = ['reference', 'cpu', 'cuda', 'hip', 'webgpu'];
+
+function backendOf(options: PolicyLossOptions, allowed: readonly Backend[]): Backend {
+  const b = options.backend ?? 'cpu';
+  if (!BACKENDS.includes(b)) {
+    throw new KernelError(
+      KernelErrorCode.InvalidConfig,
+      `is "${String(b)}": use one of ${BACKENDS.join(', ')}`,
+      { argument: 'options.backend' },
+    );
+  }
+  if (!allowed.includes(b)) {
+    throw new KernelError(
+      KernelErrorCode.InvalidConfig,
+      `"${b}" is not available here: use one of ${allowed.join(', ')}`,
+      { argument: 'options.backend' },
+    );
+  }
+  return b;
+}
+
+function split(options: PolicyLossOptions): [PolicyLossConfigInput, GradTarget] {
+  const { backend: _b, gradOut, inPlace, ...config } = options;
+  return [config, { gradOut, inPlace }];
+}
+
+/**
+ * GRPO-RoC policy loss, forward and backward, on [T, V] logits: returns the loss, dlogits (new, into
+ * `gradOut`, or over `logits` with `inPlace`), the new target log-probabilities and metrics. Every
+ * argument is checked before any native call. Synchronous: `reference`, `cpu`, `cuda`, `hip`.
+ */
+export function policyLossSync(inputs: PolicyLossInputs, options: PolicyLossOptions = {}): PolicyLossResult {
+  const backend = backendOf(options, ['reference', 'cpu', 'cuda', 'hip']);
+  const [configInput, target] = split(options);
+  const cfg = parsePolicyLossConfig(configInput);
+  const [T] = validatePolicyLossInputs(inputs, target);
+  if (backend === 'reference') return referencePolicyLoss(inputs, cfg, target);
+  return nativePolicyLoss(backend as 'cpu' | 'cuda' | 'hip', inputs, cfg, target, T);
+}
+
+/** {@link policyLossSync} for every backend, WebGPU included (which is asynchronous). */
+export async function policyLoss(
+  inputs: PolicyLossInputs,
+  options: PolicyLossOptions = {},
+): Promise<PolicyLossResult> {
+  if (options.backend !== 'webgpu') return policyLossSync(inputs, options);
+  const [configInput, target] = split(options);
+  const cfg = parsePolicyLossConfig(configInput);
+  const [T] = validatePolicyLossInputs(inputs, target);
+  return webgpuPolicyLoss(inputs, cfg, target, T);
+}
+
+export interface FusedLinearOptions extends PolicyLossConfigInput {
+  /** `cpu` (default, fused and tiled) or `reference` (materialises the logits). */
+  backend?: 'cpu' | 'reference';
+}
+
+/**
+ * The fused-linear policy loss: from hidden states [T, H] and the lm_head weight [V, H] to the loss,
+ * dHidden and dWeight, without materialising [T, V] logits on the `cpu` backend.
+ */
+export function fusedLinearPolicyLoss(
+  inputs: FusedLinearInputs,
+  options: FusedLinearOptions = {},
+): FusedLinearResult & { workspaceBytes?: number } {
+  const { backend: b, ...configInput } = options;
+  const backend = backendOf({ backend: b ?? 'cpu' }, ['cpu', 'reference']);
+  const cfg = parsePolicyLossConfig(configInput);
+  const [T] = validateFusedLinearInputs(inputs);
+  if (backend === 'reference') return referenceFusedLinear(inputs, cfg);
+  return nativeFusedLinear(inputs, cfg, T);
+}
