@@ -79,6 +79,7 @@ export function broadcastAdvantage(
 ): Float32Array {
   const mask = t.lossMask;
   const n = mask.length;
-  for (let i = 0; i < n; i++) out[offset + i] = mask[i] === 1 ? advantage : 0;
+  const o = offset === 0 && out.length === n ? out : out.subarray(offset, offset + n);
+  for (let i = 0; i < n; i++) o[i] = mask[i] === 1 ? advantage : 0;
   return out;
 }

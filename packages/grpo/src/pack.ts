@@ -1,6 +1,5 @@
 import type { Group } from '@agentrl/protocol';
 import type { GroupAdvantages } from './advantages.js';
-import { broadcastAdvantage } from './advantages.js';
 import { type PackingConfigInput, PackingConfigSchema, parseConfig } from './config.js';
 import { GrpoError, GrpoErrorCode } from './errors.js';
 import { checkGroups } from './validate.js';
@@ -143,10 +142,19 @@ function fillMicroBatch(
     const n = t.tokenIds.length;
     const a = adv[g]![i]!;
     mb.tokenIds.set(t.tokenIds, at);
-    mb.lossMask.set(t.lossMask, at);
     mb.oldLogprobs.set(t.logprobs, at);
-    broadcastAdvantage(t, a, mb.advantages, at);
-    for (let k = 0; k < n; k++) mb.numLossTokens += t.lossMask[k]!;
+    // One pass over the mask fills the mask, the advantages and the loss-token count.
+    const mask = t.lossMask;
+    const maskOut = mb.lossMask.subarray(at, at + n);
+    const advOut = mb.advantages.subarray(at, at + n);
+    let lossTokens = 0;
+    for (let k = 0; k < n; k++) {
+      const m = mask[k] === 1 ? 1 : 0;
+      maskOut[k] = m;
+      advOut[k] = m === 1 ? a : 0;
+      lossTokens += m;
+    }
+    mb.numLossTokens += lossTokens;
     mb.sequenceAdvantages[s] = a;
     mb.trajectoryIds.push(t.id);
     mb.promptIds.push(t.promptId);

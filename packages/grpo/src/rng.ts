@@ -49,6 +49,8 @@ export function createRng(seed: number, stream = 0): Rng {
   return {
     nextU32,
     below(bound: number): number {
+      if (!(bound >= 1 && bound <= 0x1_0000_0000))
+        throw new RangeError(`rng.below: bound ${bound} is outside [1, 2^32]`);
       // Rejection sampling: draw until the value falls below the largest multiple of bound.
       const limit = 0x1_0000_0000 - (0x1_0000_0000 % bound);
       for (;;) {

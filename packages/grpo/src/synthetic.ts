@@ -36,9 +36,10 @@ export function createSyntheticGroups(options: SyntheticOptions = {}): Group[] {
       const calls = rng.below(5);
       const spans = 2 * calls + 1; // assistant, tool response, ..., final assistant
       const span = Math.max(1, Math.floor((tokens - promptLength) / spans));
-      const tokenIds = new Array<number>(tokens);
-      const logprobs = new Array<number>(tokens);
-      const lossMask = new Array<0 | 1>(tokens);
+      // Filled with push so that V8 keeps them packed, as JSON.parse and a rollout loop make them.
+      const tokenIds: number[] = [];
+      const logprobs: number[] = [];
+      const lossMask: (0 | 1)[] = [];
       const turns: Turn[] = [
         { role: 'user', text: 'Solve the problem.', tokenStart: 0, tokenEnd: promptLength },
       ];
@@ -46,9 +47,9 @@ export function createSyntheticGroups(options: SyntheticOptions = {}): Group[] {
       for (let i = 0; i < tokens; i++) {
         const k = i < promptLength ? -1 : Math.min(spans - 1, Math.floor((i - promptLength) / span));
         const sampled = k >= 0 && k % 2 === 0;
-        tokenIds[i] = rng.below(32000);
-        lossMask[i] = sampled ? 1 : 0;
-        logprobs[i] = sampled ? -uniform() * 2 : 0;
+        tokenIds.push(rng.below(32000));
+        lossMask.push(sampled ? 1 : 0);
+        logprobs.push(sampled ? -uniform() * 2 : 0);
       }
       for (let k = 0; k < spans; k++) {
         const start = promptLength + k * span;
