@@ -1,5 +1,6 @@
 import { Deadline } from './deadline.js';
 import { findBoxes } from './extract/boxed.js';
+import { LIMITS } from './limits.js';
 
 export interface AnswerFormat {
   /** Outermost `\boxed{}` / `\fbox{}` in the response. */
@@ -17,12 +18,13 @@ export interface AnswerFormat {
 export function answerFormat(response: string): AnswerFormat {
   const deadline = new Deadline(50);
   let boxes = 0;
+  const text = response.length > LIMITS.maxScanChars ? response.slice(-LIMITS.maxScanChars) : response;
   try {
-    boxes = findBoxes(response, deadline).length;
+    boxes = findBoxes(text, deadline).length;
   } catch {
     boxes = 0;
   }
-  const tags = (response.match(/<answer>[\s\S]*?<\/answer>/gi) ?? []).length;
+  const tags = (text.match(/<answer>[\s\S]*?<\/answer>/gi) ?? []).length;
   const n = boxes + tags;
   return { boxes, tags, kind: n === 0 ? 'none' : n === 1 ? 'one' : 'many' };
 }

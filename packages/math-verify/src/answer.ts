@@ -6,6 +6,7 @@ import type { Node } from './latex/ast.js';
 import { normalizeAnswer } from './latex/normalize.js';
 import { parseLatex } from './latex/parse.js';
 import { ParseFailure } from './latex/tokenize.js';
+import { LIMITS } from './limits.js';
 
 /** An extracted answer: its text, and its parse when we could read it. */
 export interface Answer {
@@ -35,9 +36,11 @@ export function extractFrom(text: string, deadline: Deadline): Answer | null {
   const tiers = candidateTiers(text, deadline);
   let fallback: Candidate | null = null;
   const failed: Candidate[] = [];
+  let tried = 0;
   for (const tier of tiers) {
     for (const c of tier) {
       deadline.check();
+      if (++tried > LIMITS.maxCandidates) return fallback ? { raw: fallback.text, node: null } : null;
       if (c.kind === 'plain' && failed.some((f) => c.start < f.end && c.end > f.start)) continue;
       fallback ??= c;
       const node = parseCandidate(c.text, deadline, c.plainNumber);

@@ -18,6 +18,8 @@ export const LIMITS = {
   maxPlusMinus: 3,
   /** Exact integer powers only while the result stays below this many bits; floats past it. */
   maxExactBits: 4_096,
+  /** Candidates parsed per call, best first; a flood of formulas cannot make a call slow. */
+  maxCandidates: 48,
   /** Boxed answers joined into one multi-answer. */
   maxJoined: 12,
 } as const;

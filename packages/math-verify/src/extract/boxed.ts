@@ -1,6 +1,7 @@
 import type { Deadline } from '../deadline.js';
 import { LIMITS } from '../limits.js';
 import { type Candidate, percentAfter } from './candidate.js';
+import { flatten } from './flat.js';
 
 interface Box {
   start: number;
@@ -16,36 +17,41 @@ export function findBoxes(text: string, deadline: Deadline): Box[] {
   const open: { start: number; bodyStart: number; depth: number }[] = [];
   const boxes: Box[] = [];
   let depth = 0;
+  flatten(text);
   for (let i = 0; i < text.length; i++) {
     if ((i & 1023) === 0) deadline.check();
     const c = text.charCodeAt(i);
+    if (c !== 92 && c !== 123 && c !== 125) continue;
     if (c === 92 /* \ */) {
-      if (text.startsWith('boxed', i + 1) || text.startsWith('fbox', i + 1)) {
-        let j = i + (text.startsWith('boxed', i + 1) ? 6 : 5);
-        while (text[j] === ' ') j++;
-        if (text[j] === '{') {
+      const isBoxed = text.startsWith('boxed', i + 1);
+      if (isBoxed || text.startsWith('fbox', i + 1)) {
+        let j = i + (isBoxed ? 6 : 5);
+        while (text.charCodeAt(j) === 32) j++;
+        if (text.charCodeAt(j) === 123) {
           open.push({ start: i, bodyStart: j + 1, depth });
           depth++;
           i = j;
           continue;
         }
       }
-      if (text.charCodeAt(i + 1) !== 92) i++; // skip \{ and \}: not grouping braces
+      // skip \{ and \}: not grouping braces (but \\boxed is a doubled backslash before a command)
+      if (text.charCodeAt(i + 1) !== 92) i++;
       continue;
     }
-    if (c === 123 /* { */) depth++;
-    else if (c === 125 /* } */) {
-      depth--;
-      const top = open[open.length - 1];
-      if (top && top.depth === depth) {
-        open.pop();
-        if (open.length === 0)
-          boxes.push({ start: top.start, end: i + 1, body: text.slice(top.bodyStart, i) });
-      }
-      if (depth < 0) {
-        depth = 0;
-        open.length = 0;
-      }
+    if (c === 123 /* { */) {
+      depth++;
+      continue;
+    }
+    depth--;
+    // (never index with -1: that is a slow named-property lookup in V8)
+    const top = open.length > 0 ? open[open.length - 1] : undefined;
+    if (top && top.depth === depth) {
+      open.pop();
+      if (open.length === 0) boxes.push({ start: top.start, end: i + 1, body: text.slice(top.bodyStart, i) });
+    }
+    if (depth < 0) {
+      depth = 0;
+      if (open.length > 0) open.length = 0;
     }
   }
   return boxes;

@@ -1,5 +1,6 @@
 import type { Deadline } from '../deadline.js';
 import { type Candidate, percentAfter } from './candidate.js';
+import { flatten } from './flat.js';
 
 /**
  * Math environments in one left-to-right pass: `$$…$$` and `\[…\]` (may span lines), `$…$` and
@@ -20,62 +21,76 @@ export function mathEnvs(text: string, deadline: Deadline): Candidate[] {
       kind: 'latex',
     });
   };
+  flatten(text);
+  let steps = 0;
   while (i < text.length) {
-    if ((i & 255) === 0) deadline.check();
-    const c = text[i];
-    const prev = i > 0 ? text[i - 1] : '';
-    if (c === '$' && prev !== '\\') {
-      if (text[i + 1] === '$') {
+    if ((++steps & 255) === 0) deadline.check();
+    const c = text.charCodeAt(i);
+    if (c !== 36 && c !== 92) {
+      i++;
+      continue;
+    }
+    if (out.length >= MAX_ENVS) out.shift();
+    const prev = i > 0 ? text.charCodeAt(i - 1) : 0;
+    if (c === 36 /* $ */ && prev !== 92) {
+      if (text.charCodeAt(i + 1) === 36) {
         const close = noDisplayDollar ? -1 : text.indexOf('$$', i + 2);
         if (close < 0) {
           noDisplayDollar = true;
           i += 2;
           continue;
         }
-        push(i, i + 2, close, close + 2);
+        if (close > i + 2) push(i, i + 2, close, close + 2);
         i = close + 2;
         continue;
       }
-      if (/\d/.test(prev ?? '')) {
+      if (prev >= 48 && prev <= 57) {
         i++;
         continue;
       }
       let j = i + 1;
-      while (j < text.length && text[j] !== '\n' && !(text[j] === '$' && text[j - 1] !== '\\')) j++;
-      if (j < text.length && text[j] === '$' && j > i + 1) {
+      while (j < text.length) {
+        const d = text.charCodeAt(j);
+        if (d === 10 || (d === 36 && text.charCodeAt(j - 1) !== 92)) break;
+        j++;
+      }
+      if (j < text.length && text.charCodeAt(j) === 36 && j > i + 1) {
         push(i, i + 1, j, j + 1);
         i = j + 1;
       } else i = Math.max(j, i + 1);
       continue;
     }
-    if (c === '\\' && text[i + 1] === '[') {
+    if (c === 92 && text.charCodeAt(i + 1) === 91 /* [ */) {
       const close = noBracket ? -1 : text.indexOf('\\]', i + 2);
       if (close < 0) {
         noBracket = true;
         i += 2;
         continue;
       }
-      push(i, i + 2, close, close + 2);
+      if (close > i + 2) push(i, i + 2, close, close + 2);
       i = close + 2;
       continue;
     }
-    if (c === '\\' && text[i + 1] === '(') {
+    if (c === 92 && text.charCodeAt(i + 1) === 40 /* ( */) {
       let j = i + 2;
-      while (j < text.length && text[j] !== '\n' && !(text[j] === '\\' && text[j + 1] === ')')) j++;
-      if (j < text.length && text[j] === '\\') {
-        push(i, i + 2, j, j + 2);
+      while (j < text.length) {
+        const d = text.charCodeAt(j);
+        if (d === 10 || (d === 92 && text.charCodeAt(j + 1) === 41)) break;
+        j++;
+      }
+      if (j < text.length && text.charCodeAt(j) === 92) {
+        if (j > i + 2) push(i, i + 2, j, j + 2);
         i = j + 2;
       } else i = j;
       continue;
     }
-    if (c === '\\') {
-      i += 2;
-      continue;
-    }
-    i++;
+    i += c === 92 ? 2 : 1;
   }
   return joinEnvs(text, out);
 }
+
+/** Only the last formulas matter; a flood of `$$$$` keeps this many. */
+const MAX_ENVS = 400;
 
 const CONNECTOR = /^\s*(?:,\s*and|,\s*or|and|or|,)\s*$/i;
 

@@ -52,7 +52,7 @@ export function candidateTiers(response: string, deadline: Deadline): Candidate[
 function mergeSpans(spans: Candidate[]): { start: number; end: number }[] {
   const out: { start: number; end: number }[] = [];
   for (const s of spans) {
-    const last = out[out.length - 1];
+    const last = out.length > 0 ? out[out.length - 1] : undefined;
     if (last && s.start < last.end) last.end = Math.max(last.end, s.end);
     else out.push({ start: s.start, end: s.end });
   }

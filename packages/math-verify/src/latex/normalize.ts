@@ -26,9 +26,10 @@ const RULES: [RegExp, string][] = [
   [/\binfinity\b/gi, '\\infty '],
   // 3\frac{1}{2} is a mixed number, not a product
   [/(?<![\d.}^_])(\d+)\s*\\frac\s*\{(\d+)\}\s*\{(\d+)\}/g, '($1+\\frac{$2}{$3})'],
+  [/(?<![\d.}^_])(\d+)\s*\\frac\s*(\d)(\d)(?!\d)/g, '($1+\\frac{$2}{$3})'],
   [/\s+(?:and|or)\s+/gi, ' , '],
   [/\)\s*(?:and|or)\s*\(/g, '),('],
-  [/^[\s.,;:]+|[\s.,;:]+$/g, ''],
+  [/^(?:[\s,;:]|\.(?!\d))+|[\s.,;:]+$/g, ''],
 ];
 
 export function normalizeAnswer(input: string): string {

@@ -18,7 +18,9 @@ export class NotNumeric extends Error {
 }
 
 const exactNum = (r: R.Rat): Num => ({ exact: r, f: R.toNumber(r) });
-const floatNum = (f: number): Num => ({ exact: null, f });
+/** Overflow is not infinity: only `\\infty` itself may be infinite, so 10^{10^{10}} ≠ 10^{10^{10}}+1. */
+const floatNum = (f: number): Num => ({ exact: null, f: Number.isFinite(f) ? f : Number.NaN });
+const INFINITY: Num = { exact: null, f: Number.POSITIVE_INFINITY };
 const isMat = (v: Val): v is Mat => 'rows' in v;
 
 /** Symbol values for sampling; `e` is Euler's number unless the caller binds it. */
@@ -38,7 +40,7 @@ export function evaluate(node: Node, env: Env, deadline: Deadline): Val {
     case 'const':
       if (node.name === 'pi') return floatNum(Math.PI);
       if (node.name === 'e') return floatNum(Math.E);
-      if (node.name === 'inf') return floatNum(Number.POSITIVE_INFINITY);
+      if (node.name === 'inf') return INFINITY;
       throw new NotNumeric('empty set');
     case 'add': {
       let acc: Val | null = null;
@@ -94,7 +96,7 @@ function negate(v: Val): Val {
   if (isMat(v)) return { rows: v.rows.map((r) => r.map((c) => negNum(c))) };
   return negNum(v);
 }
-const negNum = (a: Num): Num => (a.exact ? exactNum(R.neg(a.exact)) : floatNum(-a.f));
+const negNum = (a: Num): Num => (a.exact ? exactNum(R.neg(a.exact)) : { exact: null, f: -a.f });
 
 function inverse(b: Num): Num {
   if (b.exact) {
@@ -106,7 +108,10 @@ function inverse(b: Num): Num {
 
 function numOp(a: Num, b: Num, op: 'add' | 'mul'): Num {
   if (a.exact && b.exact) return exactNum(op === 'add' ? R.add(a.exact, b.exact) : R.mul(a.exact, b.exact));
-  return floatNum(op === 'add' ? a.f + b.f : a.f * b.f);
+  const f = op === 'add' ? a.f + b.f : a.f * b.f;
+  // arithmetic on a real infinity (from \\infty) stays infinite; overflow of finite values does not
+  if (!Number.isFinite(a.f) || !Number.isFinite(b.f)) return { exact: null, f };
+  return floatNum(f);
 }
 
 function binary(a: Val, b: Val, op: 'add' | 'mul'): Val {
@@ -182,7 +187,7 @@ function sqrtExact(r: R.Rat): R.Rat | null {
 
 function factorial(n: Num): Num {
   if (n.exact?.d !== 1n || n.exact.n < 0n) return floatNum(Number.NaN);
-  if (n.exact.n > 300n) return floatNum(Number.POSITIVE_INFINITY);
+  if (n.exact.n > 300n) return floatNum(Number.NaN);
   let acc = 1n;
   for (let i = 2n; i <= n.exact.n; i++) acc *= i;
   return exactNum(R.rat(acc));

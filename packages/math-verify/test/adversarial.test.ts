@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { answerFormat, verify } from '../src/index.js';
+
+const BUDGET_MS = 50;
+
+/** Median of three timed calls: the CI machine is shared and noisy, the median is what we hold to. */
+function timed(gold: string, response: string) {
+  const runs = [0, 1, 2].map(() => {
+    const t0 = performance.now();
+    const result = verify(gold, response, { timeoutMs: BUDGET_MS });
+    return { result, ms: performance.now() - t0 };
+  });
+  runs.sort((a, b) => a.ms - b.ms);
+  return runs[1] as { result: ReturnType<typeof verify>; ms: number };
+}
+
+describe('adversarial inputs return false within the budget', () => {
+  const cases: [string, string][] = [
+    ['100 KB of open braces', '{'.repeat(100_000)],
+    ['100 KB of balanced braces', `${'{'.repeat(50_000)}${'}'.repeat(50_000)}`],
+    ['\\boxed{ then 100 KB of braces', `\\boxed{${'{'.repeat(100_000)}`],
+    ['20 000 nested unterminated \\boxed{', '\\boxed{'.repeat(20_000)],
+    ['deeply nested closed box', `\\boxed{${'{'.repeat(5_000)}1${'}'.repeat(5_001)}`],
+    ['power tower 10^{10^{10}}', '\\boxed{10^{10^{10}}}'],
+    ['huge exponent', '\\boxed{2^{99999999999}}'],
+    ['huge factorial', '\\boxed{100000!}'],
+    ['unterminated \\boxed{', 'so the answer is \\boxed{7'],
+    ['control characters', '\u0000\u0001\u0007\u001b\\boxed{\u0000 7\u001b}\u007f'],
+    ['100 KB of dollars', '$'.repeat(100_000)],
+    ['unclosed inline maths on every line', '$a \\frac{1}{2}\n'.repeat(5_000)],
+    ['50 000 \\[', '\\['.repeat(50_000)],
+    ['3000 nested parentheses', `\\boxed{${'('.repeat(3_000)}1${')'.repeat(3_000)}}`],
+    ['500 nested fractions', `\\boxed{${'\\frac{1}{'.repeat(500)}1${'}'.repeat(500)}}`],
+    ['100 KB of digits', '7'.repeat(100_000)],
+    ['a 100 000-term sum in prose', `${'1+'.repeat(50_000)}1`],
+    ['answer: × 10 000', 'answer: '.repeat(10_000)],
+    ['a 400-term symbolic sum', `\\boxed{${'x+'.repeat(400)}x}`],
+    ['many ± signs', `\\boxed{${'1\\pm '.repeat(100)}1}`],
+    ['a 5000-cell matrix', `\\boxed{\\begin{pmatrix}${'1&'.repeat(5_000)}1\\end{pmatrix}}`],
+    ['a 2 MB response', `${'x'.repeat(2_000_000)}\\boxed{3}`],
+  ];
+
+  it.each(cases)('%s', (_name, response) => {
+    const { result, ms } = timed('1', response);
+    expect(result.correct).toBe(false);
+    expect(['no-answer', 'not-equal', 'timeout']).toContain(result.reason);
+    expect(ms).toBeLessThan(BUDGET_MS);
+  });
+
+  it('the answer-format helper stays linear on the same inputs', () => {
+    for (const [, response] of cases) {
+      const t0 = performance.now();
+      answerFormat(response);
+      expect(performance.now() - t0).toBeLessThan(BUDGET_MS * 2);
+    }
+  });
+
+  it('overflow is not infinity: a power tower is only equal to itself as written', () => {
+    expect(verify('10^{10^{10}}', '\\boxed{10^{10^{10}} + 1}').correct).toBe(false);
+    expect(verify('10^{10^{10}}', '\\boxed{10^{10^{10}}}').correct).toBe(true);
+  });
+});
