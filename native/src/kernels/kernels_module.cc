@@ -19,12 +19,22 @@ struct BackendUnavailable : std::runtime_error {
 };
 
 template <typename Arr>
+constexpr napi_typedarray_type kTypeOf = napi_float32_array;
+template <>
+constexpr napi_typedarray_type kTypeOf<Napi::Int32Array> = napi_int32_array;
+template <>
+constexpr napi_typedarray_type kTypeOf<Napi::Uint8Array> = napi_uint8_array;
+template <>
+constexpr napi_typedarray_type kTypeOf<Napi::Uint16Array> = napi_uint16_array;
+
+template <typename Arr>
 Arr Typed(const Napi::Object& o, const char* name, int64_t length) {
   Napi::Value v = o.Get(name);
   if (!v.IsTypedArray()) throw InvalidArgument(std::string(name) + " must be a typed array");
-  Napi::TypedArray ta = v.As<Napi::TypedArray>();
+  if (v.As<Napi::TypedArray>().TypedArrayType() != kTypeOf<Arr>) {
+    throw InvalidArgument(std::string(name) + " has the wrong dtype");
+  }
   Arr a = v.As<Arr>();
-  if (ta.TypedArrayType() != a.TypedArrayType()) throw InvalidArgument(std::string(name) + " has the wrong dtype");
   if (length >= 0 && static_cast<int64_t>(a.ElementLength()) != length) {
     throw InvalidArgument(std::string(name) + " has " + std::to_string(a.ElementLength()) + " elements, expected " +
                           std::to_string(length));

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { fusedLinearPolicyLoss, type PolicyLossConfigInput } from '../src/index.js';
+import { relMaxError } from './compare.js';
+import { makeFusedInputs } from './fixtures.js';
+
+describe('fused-linear CPU kernel vs the reference (which materialises the logits)', () => {
+  const shapes = [
+    { seqLens: [1], V: 1, H: 1 },
+    { seqLens: [5, 3], V: 100, H: 17 },
+    // tile edges: 64-token blocks, 256-wide vocabulary tiles, 4 x 4 register blocks
+    { seqLens: [64, 1, 2], V: 513, H: 33 },
+    { seqLens: [], V: 40, H: 8 },
+  ];
+  const configs: PolicyLossConfigInput[] = [
+    { computeEntropy: true },
+    { ratioLevel: 'sequence', aggregation: 'seq-mean-token-mean', temperature: 0.8 },
+    { aggregation: 'seq-mean-token-sum-norm', horizon: 32 },
+  ];
+  it.each(
+    shapes.flatMap((s, i) =>
+      configs.map(
+        (c, j) => [`T=${s.seqLens.join('+') || 0} V=${s.V} H=${s.H} cfg ${j}`, s, c, i * 10 + j] as const,
+      ),
+    ),
+  )('%s', (_n, shape, cfg, seed) => {
+    const inp = makeFusedInputs({ ...shape, seed, drift: 0.3 });
+    const ref = fusedLinearPolicyLoss(inp, { ...cfg, backend: 'reference' });
+    const got = fusedLinearPolicyLoss(inp, { ...cfg, backend: 'cpu' });
+    expect(Math.abs(got.loss - ref.loss)).toBeLessThan(2e-5 * Math.max(1, Math.abs(ref.loss)));
+    expect(relMaxError(got.dHidden, ref.dHidden)).toBeLessThan(2e-4);
+    expect(relMaxError(got.dWeight, ref.dWeight)).toBeLessThan(2e-4);
+    expect(relMaxError(got.logprobs, ref.logprobs)).toBeLessThan(2e-5);
+    expect(got.metrics.clipFracHigh).toBeCloseTo(ref.metrics.clipFracHigh, 9);
+    if (cfg.computeEntropy) expect(got.metrics.entropy).toBeCloseTo(ref.metrics.entropy, 4);
+  });
+
+  it('reports a workspace that does not grow with the vocabulary times tokens', () => {
+    const small = fusedLinearPolicyLoss(makeFusedInputs({ seqLens: [64], V: 1024, H: 16, seed: 1 }));
+    const big = fusedLinearPolicyLoss(makeFusedInputs({ seqLens: [128], V: 4096, H: 16, seed: 1 }));
+    // 8x the logits, but the workspace is per-thread tiles + O(T) and O(vocab tiles) vectors
+    expect(big.workspaceBytes!).toBeLessThan(2 * small.workspaceBytes!);
+    expect(big.workspaceBytes!).toBeLessThan(128 * 4096 * 4);
+  });
+});
