@@ -201,7 +201,6 @@ describe('the native entry points themselves never crash the process', () => {
   const valid = {
     backend: 'cpu',
     bf16: false,
-    vocabSize: 20,
     ...inp,
     dlogits: new Float32Array(140),
     logp: new Float32Array(7),
