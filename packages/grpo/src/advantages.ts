@@ -5,6 +5,7 @@ import {
   AdvantageConfigSchema,
   parseConfig,
 } from './config.js';
+import { GrpoError, GrpoErrorCode } from './errors.js';
 import { checkGroups } from './validate.js';
 
 /** The advantages of one group and the statistics they came from. */
@@ -81,5 +82,37 @@ export function broadcastAdvantage(
   const n = mask.length;
   const o = offset === 0 && out.length === n ? out : out.subarray(offset, offset + n);
   for (let i = 0; i < n; i++) o[i] = mask[i] === 1 ? advantage : 0;
+  return out;
+}
+
+/**
+ * The per-token advantages of a packed batch: `sequenceAdvantages[s]` on the loss-masked tokens
+ * of sequence s (tokens [cuSeqlens[s], cuSeqlens[s + 1])), 0 elsewhere. `packMicroBatches`
+ * already fills `MicroBatch.advantages`; this rebuilds them from the layout alone.
+ */
+export function broadcastPacked(
+  layout: { lossMask: ArrayLike<number>; cuSeqlens: Int32Array },
+  sequenceAdvantages: ArrayLike<number>,
+): Float32Array {
+  const { lossMask: mask, cuSeqlens: cu } = layout;
+  if (sequenceAdvantages.length !== cu.length - 1)
+    throw new GrpoError(
+      GrpoErrorCode.InvalidInput,
+      `has ${sequenceAdvantages.length} entries for ${cu.length - 1} sequences`,
+      { field: 'sequenceAdvantages' },
+    );
+  if (cu[cu.length - 1] !== mask.length)
+    throw new GrpoError(
+      GrpoErrorCode.InvalidInput,
+      `ends at ${cu[cu.length - 1]}, the mask has ${mask.length} tokens`,
+      {
+        field: 'cuSeqlens',
+      },
+    );
+  const out = new Float32Array(mask.length);
+  for (let s = 0; s + 1 < cu.length; s++) {
+    const a = sequenceAdvantages[s]!;
+    for (let i = cu[s]!; i < cu[s + 1]!; i++) out[i] = mask[i] === 1 ? a : 0;
+  }
   return out;
 }

@@ -1,6 +1,7 @@
 export {
   advantagesFromRewards,
   broadcastAdvantage,
+  broadcastPacked,
   computeGroupAdvantages,
   type GroupAdvantages,
 } from './advantages.js';

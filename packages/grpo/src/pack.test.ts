@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { group, times } from '../test/fixtures.js';
-import { computeGroupAdvantages } from './advantages.js';
+import { broadcastPacked, computeGroupAdvantages } from './advantages.js';
 import { packMicroBatches } from './pack.js';
 
 describe('packMicroBatches', () => {
@@ -24,6 +24,8 @@ describe('packMicroBatches', () => {
     expect(Array.from(mb!.oldLogprobs)).toEqual([0, 0, -0.25, -0.25, 0, 0, -0.25]);
     expect(Array.from(mb!.advantages)).toEqual([0, 0, 0.5, 0.5, 0, 0, -0.5]);
     expect(mb).toMatchObject({ numTokens: 7, numLossTokens: 3, maxSeqlen: 4, trajectoryIds: ['a-0', 'a-1'] });
+    expect(broadcastPacked(mb!, mb!.sequenceAdvantages)).toEqual(mb!.advantages);
+    expect(() => broadcastPacked(mb!, [1])).toThrow(/sequenceAdvantages has 1 entries for 2 sequences/);
   });
 
   it('keeps groups whole when asked and says which group is too big for the budget', () => {
