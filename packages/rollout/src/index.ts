@@ -29,6 +29,14 @@ export type {
 export { isEngineFailure, RolloutError, RolloutErrorCode } from './errors.js';
 export { createJsonClient, type JsonClient, type JsonClientOptions } from './http/json-client.js';
 export { metricSum, type PromSample, parsePrometheus } from './http/prometheus.js';
+export {
+  type DecoderConfig,
+  type DecoderShape,
+  type DecoderWeights,
+  decoderShape,
+  exportDecoderToOnnx,
+} from './onnx/export-decoder.js';
+export { createOnnxAdapter, type OnnxAdapterOptions } from './onnx/onnx-adapter.js';
 export { type CodeExecutor, createPythonTool, type PythonToolOptions } from './python-tool.js';
 export { createRollout, type Rollout, type RolloutOptions, type RolloutPrompt } from './rollout.js';
 export { createEngineScheduler, type EngineSchedulerOptions } from './scheduler/engine-scheduler.js';

@@ -101,7 +101,7 @@ export function createVllmAdapter(options: VllmAdapterOptions): EngineAdapter & 
       }
     },
     async resetPrefixCache() {
-      await client.post('/reset_prefix_cache', {});
+      await client.postText('/reset_prefix_cache', {});
     },
     async updateWeights(update: WeightUpdate) {
       if (update.kind !== 'disk') {
@@ -118,7 +118,7 @@ export function createVllmAdapter(options: VllmAdapterOptions): EngineAdapter & 
       }
       // Dev-mode RL endpoints: every worker re-reads the weights, then stale prefix-cache entries go.
       await client.post('/collective_rpc', { method: 'reload_weights' });
-      await client.post('/reset_prefix_cache', {});
+      await client.postText('/reset_prefix_cache', {});
     },
     close: () => client.close(),
   };

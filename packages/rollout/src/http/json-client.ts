@@ -18,6 +18,8 @@ export interface JsonClient {
   post<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T>;
   get<T>(path: string, signal?: AbortSignal): Promise<T>;
   getText(path: string, signal?: AbortSignal): Promise<string>;
+  /** POST whose reply is not JSON (vLLM's `/reset_prefix_cache` answers 200 with an empty body). */
+  postText(path: string, body: unknown, signal?: AbortSignal): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -77,6 +79,7 @@ export function createJsonClient(options: JsonClientOptions): JsonClient {
     post: async (path, body, signal) => parse(await call('POST', path, body, signal), path),
     get: async (path, signal) => parse(await call('GET', path, undefined, signal), path),
     getText: (path, signal) => call('GET', path, undefined, signal),
+    postText: (path, body, signal) => call('POST', path, body, signal),
     // Destroy, not close: a request stuck on a dead server must not keep the adapter open.
     close: () => dispatcher.destroy(),
   };

@@ -6,6 +6,7 @@ import type { EngineAdapter, GenerateResult } from '../engine-adapter.js';
 import { RolloutError } from '../errors.js';
 import { formatSample } from '../http/prometheus.js';
 import type { RolloutTokenizer } from '../tokenizer.js';
+import { createPrefixCache } from './prefix-cache.js';
 import {
   SglangAbortRequestSchema,
   SglangGenerateRequestSchema,
@@ -50,6 +51,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
   const blockSize = options.kvBlockSize ?? 16;
   const capacity = options.kvCapacityTokens ?? (await engine.load()).kvCapacityTokens ?? 65_536;
   const inFlight = new Map<string, AbortController>();
+  const prefixes = createPrefixCache(engine);
   let running = 0;
   let waitingCount = 0;
 
@@ -60,12 +62,18 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
     try {
       const check = SamplingParamsSchema.safeParse(params);
       if (!check.success) throw new HttpError(400, `invalid sampling parameters: ${check.error.message}`);
-      const parsed = check.data;
-      const cacheId = `http:${rid}`;
+      const entry = await prefixes.acquire(tokenIds);
+      let result: GenerateResult | null = null;
       try {
-        return await engine.generate({ cacheId, tokenIds, params: parsed, signal: controller.signal });
+        result = await engine.generate({
+          cacheId: entry.id,
+          tokenIds,
+          params: check.data,
+          signal: controller.signal,
+        });
+        return result;
       } finally {
-        await engine.release(cacheId);
+        await prefixes.done(entry, result ? [...tokenIds, ...result.tokenIds] : null);
       }
     } finally {
       running -= 1;
@@ -277,6 +285,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
   const swap = async (path: string) => {
     const weights = await options.loadWeights!(path);
     await engine.updateWeights({ kind: 'in-process', model: weights });
+    await prefixes.flush();
   };
   const loadList = async () => {
     const load = await engine.load();
