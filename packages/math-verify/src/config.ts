@@ -29,7 +29,7 @@ export const VerifyOptionsSchema = z
 export type VerifyOptions = z.infer<typeof VerifyOptionsSchema>;
 
 export const DEFAULT_VERIFY_OPTIONS: VerifyOptions = {
-  timeoutMs: 50,
+  timeoutMs: 100,
   allowSetRelation: false,
   casFallback: false,
   goldIsAnswer: true,

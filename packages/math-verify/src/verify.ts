@@ -1,7 +1,7 @@
 import { type Answer, extractFrom, goldAnswer } from './answer.js';
 import { casEqual } from './cas.js';
 import { answersEqual } from './compare/compare.js';
-import { resolveOptions, type VerifyOptions } from './config.js';
+import { DEFAULT_VERIFY_OPTIONS, resolveOptions, type VerifyOptions } from './config.js';
 import { Deadline, DeadlineExceeded } from './deadline.js';
 import { canonicalString } from './latex/normalize.js';
 
@@ -76,7 +76,7 @@ export function extractAnswer(
   response: string,
   opts?: Pick<Partial<VerifyOptions>, 'timeoutMs'>,
 ): string | null {
-  const deadline = new Deadline(opts?.timeoutMs ?? 50);
+  const deadline = new Deadline(opts?.timeoutMs ?? DEFAULT_VERIFY_OPTIONS.timeoutMs);
   try {
     return extractFrom(response, deadline)?.raw ?? null;
   } catch {

@@ -17,6 +17,9 @@ describe('anti-reward-hack asymmetries', () => {
     ['4', '\\boxed{4\\sqrt{2}}', 'a dropped factor'],
     ['f(x)', '\\boxed{f(y)}', 'a renamed variable (strict)'],
     ['(1,3)', '\\boxed{(3,1)}', 'a reordered tuple'],
+    ['|x|', '\\boxed{x}', 'an identity that holds only for positive x'],
+    ['\\sqrt{x^2}', '\\boxed{x}', 'the same, through a root'],
+    ['2', '\\boxed{\\frac{0}{0}}', 'an undefined value'],
   ])('gold %j, response %j (%s) is false', (gold, response) => {
     expect(verify(gold, response).correct).toBe(false);
   });

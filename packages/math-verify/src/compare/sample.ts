@@ -45,17 +45,21 @@ export function symbolsOf(n: Node, out: Set<string> = new Set()): Set<string> {
   return out;
 }
 
-/** Deterministic points for numeric identity tests: positive, non-integer, spread out. */
+/** Deterministic magnitudes for numeric identity tests: non-integer, spread out. */
 const POINTS = [0.5772, 1.4151, 2.2361, 0.8415, 1.7327, 2.7191, 0.6937, 1.3863];
+/** The first samples are all positive (where √x and ln x live); the rest mix in negatives, so |x| ≠ x. */
+const POSITIVE_SAMPLES = 6;
 
-export const SAMPLE_COUNT = POINTS.length;
+export const SAMPLE_COUNT = 10;
 
 /** The i-th sample assignment: each symbol gets a different point so that x and y are told apart. */
 export function sampleEnv(names: string[], i: number, deadline: Deadline): Map<string, number> {
   deadline.check();
   const env = new Map<string, number>();
   names.forEach((name, j) => {
-    env.set(name, (POINTS[(i + 3 * j) % POINTS.length] as number) * (1 + 0.137 * j));
+    const magnitude = (POINTS[(i + 3 * j) % POINTS.length] as number) * (1 + 0.137 * j);
+    const negative = i >= POSITIVE_SAMPLES && (i + j) % 2 === 0;
+    env.set(name, negative ? -magnitude : magnitude);
   });
   return env;
 }

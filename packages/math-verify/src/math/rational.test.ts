@@ -1,0 +1,50 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { LIMITS } from '../limits.js';
+import * as R from './rational.js';
+
+const big = fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n });
+const ratArb = fc
+  .tuple(
+    big,
+    big.filter((d) => d !== 0n),
+  )
+  .map(([n, d]) => R.rat(n, d));
+
+describe('exact rationals', () => {
+  it('are kept in lowest terms with a positive denominator', () => {
+    fc.assert(
+      fc.property(ratArb, (a) => {
+        expect(a.d > 0n).toBe(true);
+        expect(R.eq(R.rat(a.n * 7n, a.d * 7n), a)).toBe(true);
+      }),
+    );
+  });
+
+  it('(a + b) - b = a and (a * b) / b = a', () => {
+    fc.assert(
+      fc.property(ratArb, ratArb, (a, b) => {
+        expect(R.eq(R.sub(R.add(a, b), b), a)).toBe(true);
+        if (b.n !== 0n) expect(R.eq(R.div(R.mul(a, b), b), a)).toBe(true);
+      }),
+    );
+  });
+
+  it('decimal literals are exact', () => {
+    expect(R.ratFromDecimal('0.1')).toEqual(R.rat(1n, 10n));
+    expect(R.ratFromDecimal('.25')).toEqual(R.rat(1n, 4n));
+    expect(R.ratFromDecimal('007.50')).toEqual(R.rat(15n, 2n));
+  });
+
+  it('integer powers are exact below the size limit and refused above it', () => {
+    expect(R.powInt(R.rat(2n), 100n)).toEqual(R.rat(2n ** 100n));
+    expect(R.powInt(R.rat(2n, 3n), -2n)).toEqual(R.rat(9n, 4n));
+    expect(R.powInt(R.rat(10n), 10n ** 10n)).toBeNull();
+    expect(R.powInt(R.rat(3n), BigInt(LIMITS.maxExactBits))).toBeNull();
+    expect(R.powInt(R.rat(0n), -1n)).toBeNull();
+  });
+
+  it('toNumber stays finite for huge numerators and denominators', () => {
+    expect(R.toNumber(R.rat(10n ** 400n + 1n, 10n ** 400n))).toBeCloseTo(1, 12);
+  });
+});
