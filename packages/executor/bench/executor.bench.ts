@@ -1,0 +1,210 @@
+/**
+ * pnpm --filter @agentrl/executor bench
+ *
+ * Throughput (closed loop: N calls submitted at once) and latency (open loop: a steady rate at about half
+ * the baseline-free capacity) of (a) print(sum(range(1000))) and (b) a sympy snippet, for the embedded pool,
+ * the HTTP server and the Redis path, each beside a baseline that starts a fresh python3 per call (the
+ * reference's design), measured in the same run. Writes bench-results/executor.json.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EmbeddedPool } from '../src/embedded-pool.js';
+import { HttpExecutor } from '../src/http-client.js';
+import { RedisExecutor } from '../src/redis-client.js';
+import { startWorker } from '../src/redis-worker.js';
+import { resolvePython } from '../src/sandbox-spec.js';
+import { serve } from '../src/serve.js';
+import { quantile } from '../src/stats.js';
+import type { Executor, RunRequest } from '../src/types.js';
+import { OwnedRedis } from '../test/redis-server.js';
+
+const SNIPPETS = {
+  a: 'print(sum(range(1000)))',
+  b: 'import sympy as sp\nx = sp.Symbol("x")\nprint(sp.factor(x**4 - 1), sp.solve(x**2 - 2, x), sp.diff(sp.sin(x) * x, x))',
+};
+const QUICK = process.env.AGENTRL_BENCH_QUICK === '1';
+const N = { a: QUICK ? 100 : 400, b: QUICK ? 20 : 60 };
+const cores = availableParallelism();
+const python = resolvePython('python3').executable;
+
+interface Figures {
+  callsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  ok: number;
+  n: number;
+}
+
+function summarise(latencies: number[], seconds: number, ok: number): Figures {
+  const s = [...latencies].sort((x, y) => x - y);
+  const r = (v: number) => Math.round(v * 100) / 100;
+  return {
+    callsPerSec: r(s.length / seconds),
+    p50Ms: r(quantile(s, 0.5)),
+    p99Ms: r(quantile(s, 0.99)),
+    ok,
+    n: s.length,
+  };
+}
+
+/** The baseline: a fresh python3 process per call, `cores` at a time. */
+function freshPython(code: string): Promise<{ ok: boolean; ms: number }> {
+  const t = performance.now();
+  return new Promise((res) => {
+    execFile(python, ['-c', code], { timeout: 30_000 }, (err, stdout) => {
+      res({ ok: !err && stdout.length > 0, ms: performance.now() - t });
+    });
+  });
+}
+
+async function baselineThroughput(code: string, n: number): Promise<Figures> {
+  const lat: number[] = [];
+  let ok = 0;
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: cores }, async () => {
+      while (next++ < n) {
+        const r = await freshPython(code);
+        lat.push(r.ms);
+        if (r.ok) ok++;
+      }
+    }),
+  );
+  return summarise(lat, (performance.now() - t0) / 1000, ok);
+}
+
+async function throughput(ex: Executor, code: string, n: number): Promise<Figures> {
+  const reqs: RunRequest[] = Array.from({ length: n }, () => ({ code }));
+  const t0 = performance.now();
+  const rs = await ex.runBatch(reqs);
+  const secs = (performance.now() - t0) / 1000;
+  return summarise(
+    rs.map((r) => r.latencyMs),
+    secs,
+    rs.filter((r) => r.status === 'ok').length,
+  );
+}
+
+/** Open loop: one call every 1000/rate ms for `seconds`, latency of each. */
+async function steadyLatency(
+  run: (code: string) => Promise<{ ok: boolean; ms: number }>,
+  code: string,
+  rate: number,
+  seconds: number,
+): Promise<Figures> {
+  const total = Math.max(10, Math.round(rate * seconds));
+  const lat: number[] = [];
+  let ok = 0;
+  const t0 = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    pending.push(
+      run(code).then((r) => {
+        lat.push(r.ms);
+        if (r.ok) ok++;
+      }),
+    );
+  }
+  await Promise.all(pending);
+  const s = summarise(lat, (performance.now() - t0) / 1000, ok);
+  return { ...s, callsPerSec: Math.round(rate * 100) / 100 };
+}
+
+const viaExecutor = (ex: Executor) => async (code: string) => {
+  const r = await ex.run({ code });
+  return { ok: r.status === 'ok', ms: r.latencyMs };
+};
+
+async function main() {
+  const results: Record<string, unknown> = {};
+  const log = (k: string, f: Figures, base?: Figures) => {
+    const ratio = base ? ` (${(f.callsPerSec / base.callsPerSec).toFixed(1)}x baseline)` : '';
+    console.log(
+      `${k.padEnd(34)} ${String(f.callsPerSec).padStart(8)} calls/s  p50 ${String(f.p50Ms).padStart(8)} ms  p99 ${String(f.p99Ms).padStart(8)} ms  ok ${f.ok}/${f.n}${ratio}`,
+    );
+    results[k] = base
+      ? { ...f, speedupVsBaseline: Math.round((f.callsPerSec / base.callsPerSec) * 10) / 10 }
+      : f;
+  };
+
+  const pool = await new EmbeddedPool({}).start();
+  const server = await serve({ port: 0, pool: {} });
+  const http = new HttpExecutor({ url: server.url, batchSize: 32, lingerMs: 1 });
+  const redisServer = await OwnedRedis.start();
+  const worker = await startWorker({ redis: redisServer.url, prefix: 'bench:', pool: {} });
+  const redis = await new RedisExecutor({
+    redis: redisServer.url,
+    prefix: 'bench:',
+    batchSize: 32,
+    lingerMs: 1,
+  }).connect();
+  const modes: [string, Executor][] = [
+    ['embedded', pool],
+    ['http', http],
+    ['redis', redis],
+  ];
+  try {
+    for (const [, ex] of modes) await throughput(ex, SNIPPETS.a, 20); // warm connections and caches
+    for (const key of ['a', 'b'] as const) {
+      const code = SNIPPETS[key];
+      const base = await baselineThroughput(code, key === 'a' ? Math.round(N.a / 8) : Math.round(N.b / 4));
+      log(`${key} baseline fresh python3`, base);
+      for (const [name, ex] of modes)
+        log(`${key} ${name} throughput`, await throughput(ex, code, N[key]), base);
+    }
+    // Latency at a sustained load: the same steady rate for every path, about a third of the pool's capacity.
+    const capacity = (results['a embedded throughput'] as Figures).callsPerSec;
+    const rate = Math.max(5, Math.round(capacity / 3));
+    const seconds = QUICK ? 2 : 4;
+    const baseSteady = await steadyLatency(freshPython, SNIPPETS.a, Math.min(rate, 10), seconds);
+    log(`a steady baseline @${Math.min(rate, 10)}/s`, baseSteady);
+    const steady: Record<string, Figures> = {};
+    for (const [name, ex] of modes) {
+      steady[name] = await steadyLatency(viaExecutor(ex), SNIPPETS.a, rate, seconds);
+      log(`a steady ${name} @${rate}/s`, steady[name] as Figures);
+    }
+    const added = (steady.redis as Figures).p50Ms - (steady.embedded as Figures).p50Ms;
+    const addedHttp = (steady.http as Figures).p50Ms - (steady.embedded as Figures).p50Ms;
+    console.log(
+      `added p50 latency per call at ${rate}/s: redis ${added.toFixed(2)} ms, http ${addedHttp.toFixed(2)} ms`,
+    );
+    results.addedLatencyMs = {
+      redis: Math.round(added * 100) / 100,
+      http: Math.round(addedHttp * 100) / 100,
+      rate,
+    };
+  } finally {
+    await redis.close();
+    await worker.stop();
+    await redisServer.stop();
+    await http.close();
+    await server.close();
+    await pool.close();
+  }
+  const out = {
+    package: '@agentrl/executor',
+    date: new Date().toISOString(),
+    machine: {
+      cores,
+      cpu: cpus()[0]?.model,
+      memGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+    },
+    quick: QUICK,
+    snippets: SNIPPETS,
+    results,
+  };
+  const dir = resolve(fileURLToPath(new URL('../../../bench-results', import.meta.url)));
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(resolve(dir, 'executor.json'), `${JSON.stringify(out, null, 2)}\n`);
+  console.log(`wrote ${resolve(dir, 'executor.json')}`);
+}
+
+await main();

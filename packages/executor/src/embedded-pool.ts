@@ -1,0 +1,101 @@
+import { type PoolConfig, type PoolConfigInput, PoolSchema, parseConfig } from './config.js';
+import { ExecutorError } from './errors.js';
+import { ForkServer } from './fork-server.js';
+import { errorResult, resolveRequest, toResult } from './requests.js';
+import { checkBwrap, resolvePython } from './sandbox-spec.js';
+import { Semaphore } from './semaphore.js';
+import { StatsRecorder } from './stats.js';
+import type { Executor, ExecutorStats, RunRequest, RunResult } from './types.js';
+
+/**
+ * The in-process pool: one or two warm fork servers and a concurrency cap. Code that imports one of
+ * the preloaded modules goes to the "science" server (which has them imported already); other code goes
+ * to the lean one, whose smaller heap makes each fork about twice as cheap. Results are identical.
+ */
+export class EmbeddedPool implements Executor {
+  readonly mode = 'embedded' as const;
+  readonly config: PoolConfig;
+  private readonly science: ForkServer[];
+  private readonly lean: ForkServer[];
+  private readonly gate: Semaphore;
+  private readonly recorder = new StatsRecorder();
+  private readonly preloadPattern: RegExp | undefined;
+  private closed = false;
+
+  constructor(input: PoolConfigInput = {}) {
+    this.config = parseConfig(PoolSchema, input, 'embedded pool config');
+    const { preload, sandbox, extraReadOnly } = this.config;
+    if (sandbox === 'bwrap') checkBwrap();
+    const python = resolvePython(this.config.python);
+    const make = (modules: readonly string[]) =>
+      Array.from(
+        { length: this.config.servers },
+        () => new ForkServer({ python, preload: modules, sandbox, extraReadOnly }),
+      );
+    this.science = make(preload);
+    this.lean = [];
+    if (this.config.leanServer && preload.length > 0) {
+      this.lean = make([]);
+      const names = preload.map((m) => m.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+      // Any mention of a preloaded module (import, __import__, importlib) routes to the warm science server.
+      this.preloadPattern = new RegExp(`\\b(${names})\\b`);
+    }
+    this.gate = new Semaphore(this.config.concurrency);
+  }
+
+  /** Starts the fork servers (imports included); run() also does this lazily. */
+  async start(): Promise<this> {
+    await Promise.all([...this.science, ...this.lean].map((s) => s.start()));
+    return this;
+  }
+
+  async run(request: RunRequest): Promise<RunResult> {
+    if (this.closed) throw new ExecutorError('CLOSED', 'run() after close(); create a new executor');
+    const raw = resolveRequest(request, this.config);
+    const started = performance.now();
+    this.recorder.inFlight++;
+    await this.gate.acquire();
+    let result: RunResult;
+    try {
+      const kind = this.lean.length > 0 && !this.preloadPattern?.test(raw.code) ? this.lean : this.science;
+      const server = leastBusy(kind);
+      result = toResult(await server.run(raw), performance.now() - started);
+    } catch (error) {
+      result = errorResult(error as Error, performance.now() - started);
+    } finally {
+      this.gate.release();
+      this.recorder.inFlight--;
+    }
+    this.recorder.record(result);
+    return result;
+  }
+
+  runBatch(requests: readonly RunRequest[]): Promise<RunResult[]> {
+    return Promise.all(requests.map((r) => this.run(r)));
+  }
+
+  stats(): ExecutorStats {
+    return this.recorder.snapshot();
+  }
+
+  /** Calls waiting for a free slot (for back-pressure and metrics). */
+  get queued(): number {
+    return this.gate.queued;
+  }
+
+  /** Fork-server process ids (bwrap's), for fault tests. */
+  get serverPids(): (number | undefined)[] {
+    return [...this.science, ...this.lean].map((s) => s.pid);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.science, ...this.lean].map((s) => s.close()));
+  }
+}
+
+function leastBusy(servers: readonly ForkServer[]): ForkServer {
+  let best = servers[0] as ForkServer;
+  for (const s of servers) if (s.inFlight < best.inFlight) best = s;
+  return best;
+}

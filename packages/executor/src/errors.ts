@@ -1,0 +1,23 @@
+/** Why an executor operation failed (not how a program ended: that is a ToolOutcome status). */
+export const ExecutorErrorCode = {
+  INVALID_CONFIG: 'INVALID_CONFIG',
+  INVALID_REQUEST: 'INVALID_REQUEST',
+  SANDBOX_UNAVAILABLE: 'SANDBOX_UNAVAILABLE',
+  WORKER_CRASHED: 'WORKER_CRASHED',
+  CLOSED: 'CLOSED',
+  TRANSPORT: 'TRANSPORT',
+  QUEUE_FULL: 'QUEUE_FULL',
+  DEADLINE: 'DEADLINE',
+} as const;
+export type ExecutorErrorCode = (typeof ExecutorErrorCode)[keyof typeof ExecutorErrorCode];
+
+/** The one error class of @agentrl/executor; branch on `code`. */
+export class ExecutorError extends Error {
+  override readonly name = 'ExecutorError';
+  readonly code: ExecutorErrorCode;
+
+  constructor(code: ExecutorErrorCode, message: string, options?: { cause?: unknown }) {
+    super(`executor: ${message}`, options);
+    this.code = code;
+  }
+}

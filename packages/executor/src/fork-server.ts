@@ -1,0 +1,178 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { ExecutorError } from './errors.js';
+import { bwrapArgs, FORKSERVER_DIR, type PythonInfo } from './sandbox-spec.js';
+import type { ExecutorStatus } from './types.js';
+
+/** What the Python side answers for one call (see python/forkserver.py). */
+export interface RawResult {
+  id: number;
+  status: ExecutorStatus;
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  signal: string | null;
+  wallMs: number;
+  cpuMs: number | null;
+  stdoutBytes: number;
+  stderrBytes: number;
+}
+
+/** The fully resolved request sent to the fork server. */
+export interface RawRequest {
+  code: string;
+  stdin: string;
+  timeoutMs: number;
+  cpuMs: number;
+  memoryMb: number;
+  maxOutputBytes: number;
+  maxProcs: number;
+  maxFileMb: number;
+  tmpMb: number;
+  lastExpression: boolean;
+}
+
+export interface ForkServerOptions {
+  python: PythonInfo;
+  preload: readonly string[];
+  sandbox: 'bwrap' | 'none';
+  extraReadOnly: readonly string[];
+}
+
+/**
+ * One warm Python fork server in its bubblewrap sandbox. Calls are multiplexed over its stdin/stdout
+ * as JSON lines; it runs them concurrently, one forked child each. If it dies, every pending call is
+ * answered with sandbox_error and the next call starts a fresh server.
+ */
+export class ForkServer {
+  private proc: ChildProcessWithoutNullStreams | undefined;
+  private starting: Promise<void> | undefined;
+  private readonly pending = new Map<number, (r: RawResult) => void>();
+  private nextId = 1;
+  private closed = false;
+  restarts = 0;
+
+  constructor(private readonly opts: ForkServerOptions) {}
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Starts the process and waits until it has imported its preloads. */
+  start(): Promise<void> {
+    if (this.closed) return Promise.reject(new ExecutorError('CLOSED', 'the fork server was closed'));
+    this.starting ??= this.spawn();
+    return this.starting;
+  }
+
+  private spawn(): Promise<void> {
+    const { python, sandbox } = this.opts;
+    const script = sandbox === 'bwrap' ? '/agentrl/forkserver.py' : join(FORKSERVER_DIR, 'forkserver.py');
+    const argv = [python.executable, '-I', script];
+    const [cmd, ...args] =
+      sandbox === 'bwrap' ? ['bwrap', ...bwrapArgs(python, this.opts.extraReadOnly), ...argv] : argv;
+    const env = {
+      PATH: '/usr/local/bin:/usr/bin:/bin',
+      LANG: 'C.UTF-8',
+      AGENTRL_PRELOAD: this.opts.preload.join(','),
+      // One BLAS thread: the server must stay single-threaded to fork safely, and calls run in parallel anyway.
+      OPENBLAS_NUM_THREADS: '1',
+      OMP_NUM_THREADS: '1',
+      MKL_NUM_THREADS: '1',
+    };
+    const proc = spawn(cmd as string, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.proc = proc;
+    let buffered = '';
+    let stderrTail = '';
+    return new Promise<void>((resolve, reject) => {
+      let ready = false;
+      proc.stdout.setEncoding('utf8');
+      proc.stdout.on('data', (chunk: string) => {
+        buffered += chunk;
+        let nl = buffered.indexOf('\n');
+        while (nl >= 0) {
+          const line = buffered.slice(0, nl);
+          buffered = buffered.slice(nl + 1);
+          nl = buffered.indexOf('\n');
+          const msg = JSON.parse(line) as RawResult & { ready?: boolean };
+          if (msg.ready) {
+            ready = true;
+            resolve();
+            continue;
+          }
+          const done = this.pending.get(msg.id);
+          this.pending.delete(msg.id);
+          done?.(msg);
+        }
+      });
+      proc.stderr.setEncoding('utf8');
+      proc.stderr.on('data', (chunk: string) => {
+        stderrTail = (stderrTail + chunk).slice(-4000);
+      });
+      proc.stdin.on('error', () => {}); // EPIPE after a crash: handled by 'exit'
+      proc.on('error', (cause) => {
+        if (!ready)
+          reject(
+            new ExecutorError('SANDBOX_UNAVAILABLE', `could not start the fork server (${cmd})`, { cause }),
+          );
+      });
+      proc.on('exit', (code, signal) => {
+        if (this.proc === proc) {
+          this.proc = undefined;
+          this.starting = undefined;
+        }
+        const why = `fork server exited (code ${code}, signal ${signal})${stderrTail ? `: ${stderrTail.trim()}` : ''}`;
+        if (!ready) reject(new ExecutorError('SANDBOX_UNAVAILABLE', why));
+        else if (!this.closed) this.restarts++;
+        for (const [id, done] of this.pending) done(crashResult(id, why));
+        this.pending.clear();
+      });
+    });
+  }
+
+  /** Sends one call; resolves when its child has exited and its pipes are drained. */
+  async run(req: RawRequest): Promise<RawResult> {
+    await this.start();
+    const proc = this.proc;
+    const id = this.nextId++;
+    if (!proc) return crashResult(id, 'fork server is not running');
+    return new Promise<RawResult>((resolve) => {
+      this.pending.set(id, resolve);
+      proc.stdin.write(`${JSON.stringify({ id, ...req })}\n`);
+    });
+  }
+
+  /** Pid of the bwrap (or Python) process, for fault tests. */
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const proc = this.proc;
+    if (!proc) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 2000);
+      proc.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      proc.stdin.end(); // EOF: the server finishes running calls, then exits
+    });
+  }
+}
+
+function crashResult(id: number, message: string): RawResult {
+  return {
+    id,
+    status: 'sandbox_error',
+    stdout: '',
+    stderr: `executor: ${message}`,
+    exitCode: null,
+    signal: null,
+    wallMs: 0,
+    cpuMs: null,
+    stdoutBytes: 0,
+    stderrBytes: 0,
+  };
+}

@@ -1,0 +1,134 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import {
+  CodeJudgeBatchSchema,
+  CodeJudgeSubmissionSchema,
+  fromCodeJudge,
+  fromSandboxFusion,
+  SandboxFusionRequestSchema,
+  toCodeJudge,
+  toSandboxFusion,
+} from './compat.js';
+import { ExecutorError } from './errors.js';
+import { ExecutorMetrics } from './metrics.js';
+import type { Executor, RunRequest, RunResult } from './types.js';
+
+const RunRequestSchema = z.object({
+  code: z.string(),
+  stdin: z.string().optional(),
+  timeoutMs: z.number().int().optional(),
+  memoryMb: z.number().int().optional(),
+  lastExpression: z.boolean().optional(),
+});
+const BatchSchema = z.object({ requests: z.array(RunRequestSchema) });
+
+export interface HttpServerOptions {
+  /** Where calls run: an embedded pool, or a Redis client that hands them to workers. */
+  backend: Executor;
+  /** Calls accepted and not answered at most; beyond it requests get 503 and clients retry later. */
+  maxPending?: number;
+  /** Largest request body in bytes. */
+  bodyLimit?: number;
+}
+
+/**
+ * The executor's HTTP API (fastify): its own batched API, code-judge's and SandboxFusion's shapes,
+ * /health and Prometheus /metrics. On close it stops accepting and answers what it accepted.
+ */
+export function createHttpServer(options: HttpServerOptions): FastifyInstance {
+  const { backend } = options;
+  const maxPending = options.maxPending ?? 100_000;
+  const metrics = new ExecutorMetrics();
+  let pending = 0;
+  const app = Fastify({
+    bodyLimit: options.bodyLimit ?? 64 * 1024 * 1024,
+    logger: false,
+    // On close: finish requests in progress, drop idle keep-alive connections (or close() waits on them).
+    forceCloseConnections: 'idle',
+  });
+
+  async function runAll(requests: RunRequest[]): Promise<RunResult[]> {
+    pending += requests.length;
+    metrics.inFlight.set(pending);
+    const t0 = performance.now();
+    try {
+      const results = await backend.runBatch(requests);
+      for (const r of results) metrics.observe(r, (performance.now() - t0) / 1000);
+      return results;
+    } finally {
+      pending -= requests.length;
+      metrics.inFlight.set(pending);
+    }
+  }
+
+  function admit(n: number): boolean {
+    if (pending + n <= maxPending) return true;
+    metrics.rejected.inc(n);
+    return false;
+  }
+
+  app.setErrorHandler((error: Error & { statusCode?: number }, _req, reply) => {
+    const status =
+      error instanceof z.ZodError || error instanceof ExecutorError ? 400 : (error.statusCode ?? 500);
+    reply.code(status).send({ error: error.message });
+  });
+
+  app.get('/health', async () => ({ status: 'ok', mode: backend.mode, pending }));
+  app.get('/metrics', async (_req, reply) => {
+    reply.header('content-type', metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+
+  app.post('/v1/run', async (req, reply) => {
+    const body = RunRequestSchema.parse(req.body);
+    if (!admit(1))
+      return reply.code(503).header('retry-after', '1').send({ error: 'queue full; retry later' });
+    return (await runAll([body]))[0];
+  });
+  app.post('/v1/run-batch', async (req, reply) => {
+    const { requests } = BatchSchema.parse(req.body);
+    if (!admit(requests.length))
+      return reply.code(503).header('retry-after', '1').send({ error: 'queue full; retry later' });
+    return { results: await runAll(requests) };
+  });
+
+  // code-judge (rStar2-Agent's tool server) drop-in.
+  app.post('/run', async (req, reply) => {
+    const sub = CodeJudgeSubmissionSchema.parse(req.body);
+    if (!admit(1)) return reply.code(503).send({ error: 'queue full; retry later' });
+    const [r] = await runAll([fromCodeJudge(sub)]);
+    return toCodeJudge(sub, r as RunResult);
+  });
+  const judgeBatch = async (body: unknown, reply: import('fastify').FastifyReply) => {
+    const batch = CodeJudgeBatchSchema.parse(body);
+    if (!admit(batch.submissions.length)) return reply.code(503).send({ error: 'queue full; retry later' });
+    const results = await runAll(batch.submissions.map(fromCodeJudge));
+    return {
+      sub_id: batch.sub_id ?? '',
+      results: batch.submissions.map((s, i) => toCodeJudge(s, results[i] as RunResult)),
+    };
+  };
+  app.post('/run/batch', (req, reply) => judgeBatch(req.body, reply));
+  app.post('/run/long-batch', (req, reply) => judgeBatch(req.body, reply));
+  app.get('/status', async () => ({
+    queue: pending,
+    num_workers: backend.stats().inFlight,
+    mode: backend.mode,
+  }));
+
+  // SandboxFusion drop-in.
+  app.post('/run_code', async (req, reply) => {
+    const parsed = SandboxFusionRequestSchema.safeParse(req.body);
+    if (!parsed.success) {
+      return reply
+        .code(400)
+        .send({ status: 'SandboxError', message: parsed.error.issues[0]?.message ?? 'bad request' });
+    }
+    if (!admit(1))
+      return reply.code(503).send({ status: 'SandboxError', message: 'queue full; retry later' });
+    const [r] = await runAll([fromSandboxFusion(parsed.data)]);
+    return toSandboxFusion(r as RunResult);
+  });
+
+  return app;
+}

@@ -1,0 +1,45 @@
+import type { ToolOutcome, ToolStatus } from '@agentrl/protocol';
+
+/** The statuses the executor produces (protocol's ToolStatus minus the rollout's own two). */
+export type ExecutorStatus = Exclude<ToolStatus, 'parse_error' | 'tool_error'>;
+
+/** One call: Python source plus optional stdin and per-call limits (unset ones take the executor's). */
+export interface RunRequest {
+  code: string;
+  stdin?: string;
+  timeoutMs?: number;
+  memoryMb?: number;
+  /** Print the repr of the last expression, as a notebook cell would. */
+  lastExpression?: boolean;
+}
+
+/** A ToolOutcome with the executor's extras. */
+export interface RunResult extends ToolOutcome {
+  status: ExecutorStatus;
+  /** Bytes the program wrote before truncation. */
+  stdoutBytes: number;
+  stderrBytes: number;
+  /** Caller-side latency: from run() to the answer, queueing and transport included. */
+  latencyMs: number;
+  /** Set when the executor, not the program, failed (status is then sandbox_error). */
+  error?: { code: string; message: string };
+}
+
+/** Latency and outcome counters since the executor was created. */
+export interface ExecutorStats {
+  calls: number;
+  inFlight: number;
+  byStatus: Record<string, number>;
+  latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };
+}
+
+/** The client API, the same in all three modes. */
+export interface Executor {
+  readonly mode: 'embedded' | 'http' | 'redis';
+  /** Runs one call. Resolves with a structured result; infrastructure failures become sandbox_error. */
+  run(request: RunRequest): Promise<RunResult>;
+  /** Runs many calls; results come back in order. */
+  runBatch(requests: readonly RunRequest[]): Promise<RunResult[]>;
+  stats(): ExecutorStats;
+  close(): Promise<void>;
+}

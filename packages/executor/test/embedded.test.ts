@@ -1,0 +1,110 @@
+import { ToolOutcomeSchema } from '@agentrl/protocol';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EmbeddedPool } from '../src/embedded-pool.js';
+import { ExecutorError } from '../src/errors.js';
+
+let pool: EmbeddedPool;
+beforeAll(async () => {
+  pool = await new EmbeddedPool({ timeoutMs: 5000, servers: 1 }).start();
+});
+afterAll(() => pool?.close());
+
+describe('embedded pool: ordinary calls', () => {
+  it('runs code and returns a ToolOutcome with the extras', async () => {
+    const r = await pool.run({ code: 'print(sum(range(1000)))' });
+    expect(ToolOutcomeSchema.parse(r)).toBeTruthy();
+    expect(r).toMatchObject({ status: 'ok', stdout: '499500\n', stderr: '', exitCode: 0, signal: null });
+    expect(r.cpuMs).toBeGreaterThan(0);
+    expect(r.latencyMs).toBeGreaterThanOrEqual(r.wallMs - 1);
+  });
+
+  it('feeds stdin', async () => {
+    const r = await pool.run({ code: 'print(input()[::-1]); print(input())', stdin: 'abc\nsecond\n' });
+    expect(r).toMatchObject({ status: 'ok', stdout: 'cba\nsecond\n' });
+  });
+
+  it('prints the last expression when asked, like a notebook cell', async () => {
+    const on = await pool.run({ code: 'x = 6\nx * 7', lastExpression: true });
+    expect(on.stdout).toBe('42\n');
+    const off = await pool.run({ code: 'x = 6\nx * 7' });
+    expect(off.stdout).toBe('');
+    const none = await pool.run({ code: 'print("a")\nNone', lastExpression: true });
+    expect(none.stdout).toBe('a\n');
+  });
+
+  it('reports exceptions as runtime_error with a python -c style traceback', async () => {
+    const r = await pool.run({ code: 'def f():\n    return 1/0\nf()' });
+    expect(r.status).toBe('runtime_error');
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toContain('File "<string>", line 2, in f');
+    expect(r.stderr).toContain('ZeroDivisionError: division by zero');
+    expect(r.stderr).not.toContain('forkserver');
+  });
+
+  it('maps sys.exit codes', async () => {
+    expect(await pool.run({ code: 'import sys; sys.exit(3)' })).toMatchObject({
+      status: 'runtime_error',
+      exitCode: 3,
+    });
+    expect(await pool.run({ code: 'import sys; sys.exit(0)' })).toMatchObject({ status: 'ok', exitCode: 0 });
+    expect(await pool.run({ code: 'raise SystemExit("bye")' })).toMatchObject({
+      status: 'runtime_error',
+      exitCode: 1,
+      stderr: 'bye\n',
+    });
+  });
+
+  it('has numpy and sympy warm, and routes plain code to the lean server with the same result', async () => {
+    const r = await pool.run({
+      code: 'import sympy, numpy as np\nx = sympy.Symbol("x")\nprint(sympy.factor(x**2 - 1), int(np.arange(5).sum()))',
+    });
+    expect(r).toMatchObject({ status: 'ok', stdout: '(x - 1)*(x + 1) 10\n' });
+    const dyn = await pool.run({ code: 'm = __import__("json")\nprint(m.dumps([1]))' });
+    expect(dyn).toMatchObject({ status: 'ok', stdout: '[1]\n' });
+  });
+
+  it('starts every call from the same clean state', async () => {
+    const a = await pool.run({
+      code: 'import json, sys\njson.leak = 1\nsys.modules["leak"] = json\nopen("/tmp/mark", "w").write("x")\nGLOBAL = 5',
+    });
+    expect(a.status).toBe('ok');
+    const b = await pool.run({
+      code: 'import json, sys, os\nprint(hasattr(json, "leak"), "leak" in sys.modules, os.listdir("/tmp"), "GLOBAL" in globals())',
+    });
+    expect(b).toMatchObject({ status: 'ok', stdout: 'False False [] False\n' });
+  });
+
+  it('keeps output head and tail with a marker when over the cap', async () => {
+    const small = await new EmbeddedPool({
+      maxOutputBytes: 100,
+      servers: 1,
+      leanServer: false,
+      preload: [],
+    }).start();
+    try {
+      const r = await small.run({ code: 'print("A" * 60 + "B" * 500 + "C" * 60)' });
+      expect(r.status).toBe('output_truncated');
+      expect(r.stdoutBytes).toBe(621);
+      expect(r.stdout).toBe(`${'A'.repeat(50)}\n...[521 bytes truncated]...\n${'C'.repeat(49)}\n`);
+      const failed = await small.run({ code: 'print("x" * 1000)\nraise ValueError' });
+      expect(failed.status).toBe('runtime_error'); // a failure stays a failure when truncated
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('runs a batch in order and records latency stats', async () => {
+    const rs = await pool.runBatch(Array.from({ length: 20 }, (_, i) => ({ code: `print(${i} * 2)` })));
+    expect(rs.map((r) => r.stdout)).toEqual(Array.from({ length: 20 }, (_, i) => `${i * 2}\n`));
+    const s = pool.stats();
+    expect(s.calls).toBeGreaterThanOrEqual(20);
+    expect(s.latencyMs.p99).toBeGreaterThan(0);
+    expect(s.byStatus.ok).toBeGreaterThanOrEqual(20);
+  });
+
+  it('rejects misuse with an actionable error', async () => {
+    await expect(pool.run({ code: 42 as unknown as string })).rejects.toBeInstanceOf(ExecutorError);
+    await expect(pool.run({ code: 'pass', timeoutMs: -1 })).rejects.toThrow(/timeoutMs must be between/);
+    expect(() => new EmbeddedPool({ concurrency: 0 })).toThrow(/concurrency/);
+  });
+});

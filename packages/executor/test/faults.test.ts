@@ -1,0 +1,166 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpExecutor } from '../src/http-client.js';
+import { RedisExecutor } from '../src/redis-client.js';
+import { startWorker } from '../src/redis-worker.js';
+import { serve } from '../src/serve.js';
+import type { RunResult } from '../src/types.js';
+import { sleep } from './processes.js';
+import { freePort, OwnedRedis, testRedis } from './redis-server.js';
+
+const PKG = fileURLToPath(new URL('..', import.meta.url));
+const pool = { servers: 1, concurrency: 4, timeoutMs: 5000, leanServer: false, preload: [] };
+
+/** Runs the package's bin in its own process (source through tsx), as a deployment would. */
+function spawnBin(args: string[]): ChildProcess {
+  return spawn(process.execPath, ['--conditions=@agentrl/source', '--import', 'tsx', 'src/bin.ts', ...args], {
+    cwd: PKG,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+}
+
+function waitForLine(proc: ChildProcess, pattern: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    proc.stdout?.on('data', (c: Buffer) => {
+      seen += c.toString();
+      const m = pattern.exec(seen);
+      if (m) resolve(m[0]);
+    });
+    proc.once('exit', (code) =>
+      reject(new Error(`process exited (${code}) before printing ${pattern}: ${seen}`)),
+    );
+  });
+}
+
+/** Every job answered exactly once, with its own result or an explicit error. */
+function expectEachAnsweredOnce(results: RunResult[], expected: (i: number) => string): void {
+  results.forEach((r, i) => {
+    if (r.status === 'sandbox_error') expect(r.error?.code).toBeTruthy();
+    else expect(r).toMatchObject({ status: 'ok', stdout: expected(i) });
+  });
+}
+
+let redis: Awaited<ReturnType<typeof testRedis>>;
+beforeAll(async () => {
+  redis = await testRedis();
+});
+afterAll(() => redis?.stop());
+
+describe('fault tolerance', () => {
+  it('kill -9 of a worker mid-batch: its jobs are retaken after the visibility timeout', async () => {
+    const prefix = `${redis.prefix}kill:`;
+    const victim = spawnBin([
+      'worker',
+      '--redis',
+      redis.url,
+      '--prefix',
+      prefix,
+      '--visibility-ms',
+      '1500',
+      '--servers',
+      '1',
+      '--concurrency',
+      '4',
+      '--preload',
+      '',
+    ]);
+    await waitForLine(victim, /taking jobs/);
+    const client = await new RedisExecutor({ redis: redis.url, prefix, batchSize: 4, lingerMs: 1 }).connect();
+    const probe = new Redis(redis.url);
+    try {
+      const calls = Array.from({ length: 16 }, (_, i) =>
+        client.run({ code: `import time\ntime.sleep(0.4)\nprint(${i})` }),
+      );
+      // Wait until the victim holds jobs, then kill it without a chance to clean up.
+      for (let i = 0; i < 100; i++) {
+        const summary = (await probe.xpending(`${prefix}jobs`, 'workers')) as [number, ...unknown[]];
+        if (summary[0] > 0) break;
+        await sleep(20);
+      }
+      victim.kill('SIGKILL');
+      const rescuer = await startWorker({ redis: redis.url, prefix, visibilityMs: 1500, pool });
+      try {
+        const results = await Promise.all(calls);
+        expect(results.map((r) => r.stdout)).toEqual(Array.from({ length: 16 }, (_, i) => `${i}\n`));
+        expect(results.every((r) => r.status === 'ok')).toBe(true);
+        expect(rescuer.completed()).toBeGreaterThan(0);
+        expect(await probe.xlen(`${prefix}jobs`)).toBe(0);
+      } finally {
+        await rescuer.stop();
+      }
+    } finally {
+      victim.kill('SIGKILL');
+      probe.disconnect();
+      await client.close();
+    }
+  }, 60_000);
+
+  it('Redis restart mid-run: lost jobs are resubmitted, every call answered once', async () => {
+    const owned = await OwnedRedis.start(); // this test must own the server it restarts
+    const prefix = 'restart:';
+    const worker = await startWorker({ redis: owned.url, prefix, visibilityMs: 2000, pool });
+    const client = await new RedisExecutor({ redis: owned.url, prefix, batchSize: 4, lingerMs: 1 }).connect();
+    try {
+      const calls = Array.from({ length: 24 }, (_, i) =>
+        client.run({ code: `import time\ntime.sleep(0.2)\nprint(${i})` }),
+      );
+      await sleep(250);
+      await owned.down();
+      await sleep(400);
+      await owned.up();
+      const results = await Promise.all(calls);
+      expect(results.map((r) => r.stdout)).toEqual(Array.from({ length: 24 }, (_, i) => `${i}\n`));
+      expect(client.resubmitted).toBeGreaterThan(0);
+      // The service still serves after the restart.
+      expect(await client.run({ code: 'print("after")' })).toMatchObject({ status: 'ok', stdout: 'after\n' });
+    } finally {
+      await client.close();
+      await worker.stop();
+      await owned.stop();
+    }
+  }, 60_000);
+
+  it('HTTP server stopped mid-request: a graceful stop answers what it accepted', async () => {
+    const server = await serve({ port: 0, pool });
+    const client = new HttpExecutor({ url: server.url, batchSize: 4, lingerMs: 1, retries: 0 });
+    const calls = Array.from({ length: 8 }, (_, i) =>
+      client.run({ code: `import time\ntime.sleep(0.3)\nprint(${i})` }),
+    );
+    await sleep(150);
+    await server.close();
+    const results = await Promise.all(calls);
+    expect(results.map((r) => r.stdout)).toEqual(Array.from({ length: 8 }, (_, i) => `${i}\n`));
+    await client.close();
+  });
+
+  it('HTTP server killed mid-request: calls are retried on its replacement, or fail explicitly', async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const first = spawnBin(['serve', '--port', String(port), '--servers', '1', '--preload', '']);
+    await waitForLine(first, /serving on/);
+    const client = new HttpExecutor({ url, batchSize: 4, lingerMs: 1, retries: 6, retryBackoffMs: 100 });
+    const calls = Array.from({ length: 8 }, (_, i) =>
+      client.run({ code: `import time\ntime.sleep(0.5)\nprint(${i})` }),
+    );
+    await sleep(300);
+    first.kill('SIGKILL');
+    await sleep(200);
+    const second = await serve({ port, pool });
+    try {
+      const results = await Promise.all(calls);
+      expect(results.map((r) => r.stdout)).toEqual(Array.from({ length: 8 }, (_, i) => `${i}\n`));
+    } finally {
+      await second.close();
+    }
+    // With nobody to retry against, each call ends once, with an explicit TRANSPORT error.
+    const lonely = new HttpExecutor({ url, retries: 2, retryBackoffMs: 20 });
+    const failed = await lonely.runBatch([{ code: 'print(1)' }, { code: 'print(2)' }]);
+    expectEachAnsweredOnce(failed, (i) => `${i + 1}\n`);
+    expect(failed.map((r) => r.error?.code)).toEqual(['TRANSPORT', 'TRANSPORT']);
+    await lonely.close();
+    await client.close();
+  }, 60_000);
+});

@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { RedisExecutor } from '../src/redis-client.js';
+import { startWorker, type Worker } from '../src/redis-worker.js';
+import { testRedis } from './redis-server.js';
+
+let redis: Awaited<ReturnType<typeof testRedis>>;
+beforeAll(async () => {
+  redis = await testRedis();
+});
+afterAll(() => redis?.stop());
+
+const pool = { servers: 1, concurrency: 4, timeoutMs: 3000 };
+
+describe('distributed mode (Redis streams + consumer group)', () => {
+  it('runs batches through a worker and answers every call once', async () => {
+    const prefix = `${redis.prefix}basic:`;
+    const worker = await startWorker({ redis: redis.url, prefix, pool });
+    const client = await new RedisExecutor({
+      redis: redis.url,
+      prefix,
+      batchSize: 16,
+      lingerMs: 2,
+    }).connect();
+    try {
+      const rs = await client.runBatch(Array.from({ length: 40 }, (_, i) => ({ code: `print(${i} ** 2)` })));
+      expect(rs.map((r) => r.stdout)).toEqual(Array.from({ length: 40 }, (_, i) => `${i ** 2}\n`));
+      const err = await client.run({ code: 'raise KeyError("k")' });
+      expect(err.status).toBe('runtime_error');
+      expect(err.stderr).toContain("KeyError: 'k'");
+      await vi.waitFor(() => expect(worker.completed()).toBe(41));
+      expect(client.duplicates).toBe(0);
+      expect(client.stats().latencyMs.p50).toBeGreaterThan(0);
+    } finally {
+      await client.close();
+      await worker.stop();
+    }
+  });
+
+  it('applies back-pressure on a full queue instead of dropping work', async () => {
+    const prefix = `${redis.prefix}full:`;
+    const client = await new RedisExecutor({
+      redis: redis.url,
+      prefix,
+      batchSize: 2,
+      lingerMs: 0,
+      maxQueued: 4,
+    }).connect();
+    let worker: Worker | undefined;
+    try {
+      const calls = Array.from({ length: 20 }, (_, i) => client.run({ code: `print(${i})` }));
+      await new Promise((r) => setTimeout(r, 300));
+      // No worker yet: Redis holds at most maxQueued jobs, the rest wait in the client.
+      const { Redis } = await import('ioredis');
+      const probe = new Redis(redis.url);
+      expect(await probe.xlen(`${prefix}jobs`)).toBeLessThanOrEqual(4);
+      probe.disconnect();
+      worker = await startWorker({ redis: redis.url, prefix, pool });
+      const rs = await Promise.all(calls);
+      expect(rs.map((r) => r.stdout)).toEqual(Array.from({ length: 20 }, (_, i) => `${i}\n`));
+    } finally {
+      await client.close();
+      await worker?.stop();
+    }
+  });
+
+  it('answers with an explicit DEADLINE error when no worker ever takes the job', async () => {
+    const prefix = `${redis.prefix}noworker:`;
+    const client = await new RedisExecutor({ redis: redis.url, prefix, answerSlackMs: 300 }).connect();
+    try {
+      const r = await client.run({ code: 'print(1)', timeoutMs: 200 });
+      expect(r.status).toBe('sandbox_error');
+      expect(r.error?.code).toBe('DEADLINE');
+      expect(r.error?.message).toMatch(/no worker answered/);
+    } finally {
+      await client.close();
+    }
+  });
+});
