@@ -81,10 +81,17 @@ export function createVllmAdapter(options: VllmAdapterOptions): EngineAdapter & 
     async load(): Promise<EngineLoad> {
       const samples = parsePrometheus(await client.getText('/metrics'));
       const info = samples.find((s) => s.name === 'vllm:cache_config_info');
-      const blocks = Number(info?.labels.num_gpu_blocks);
-      const blockSize = Number(info?.labels.block_size);
+      // Newer vLLM labels the capacity directly; older ones give blocks × block size.
+      const direct = Number(info?.labels.kv_cache_size_tokens);
+      const blocks = Number(info?.labels.num_gpu_blocks) * Number(info?.labels.block_size);
+      const capacity =
+        Number.isFinite(direct) && direct > 0
+          ? direct
+          : Number.isFinite(blocks) && blocks > 0
+            ? blocks
+            : null;
       return {
-        kvCapacityTokens: Number.isFinite(blocks * blockSize) && blocks > 0 ? blocks * blockSize : null,
+        kvCapacityTokens: capacity,
         // Older vLLM named the gauge gpu_cache_usage_perc.
         kvUsage:
           metricSum(samples, 'vllm:kv_cache_usage_perc') ?? metricSum(samples, 'vllm:gpu_cache_usage_perc'),
