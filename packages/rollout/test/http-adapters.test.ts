@@ -15,8 +15,10 @@ import type { EngineAdapter } from '../src/engine-adapter.js';
 import { createPythonTool } from '../src/python-tool.js';
 import { type EngineServer, startEngineServer } from '../src/server/engine-server.js';
 import { createToolRegistry } from '../src/tools.js';
-import { createPythonRunner } from './helpers/python-runner.js';
+import { useExecutor } from './helpers/executor.js';
 import { chatFormat, QUESTION, tokenizer, trainToolModel } from './helpers/tool-model.js';
+
+const executor = useExecutor();
 
 let model: Model;
 let server: EngineServer;
@@ -51,7 +53,7 @@ const prompt = tokenizer.encode(chatFormat.renderPrompt(QUESTION));
 const context = (requestTimeoutMs = 10_000, temperature = 1) => ({
   tokenizer,
   chatFormat,
-  tools: createToolRegistry([createPythonTool(createPythonRunner(), { name: 'python' })]),
+  tools: createToolRegistry([createPythonTool(executor(), { name: 'python' })]),
   config: AgentLoopConfigSchema.parse({
     requestTimeoutMs,
     maxResponseTokens: 400,

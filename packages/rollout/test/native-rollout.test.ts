@@ -6,15 +6,17 @@ import { createPythonTool } from '../src/python-tool.js';
 import { createRollout } from '../src/rollout.js';
 import { createKvAwareScheduler } from '../src/scheduler/kv-aware-scheduler.js';
 import { createToolRegistry } from '../src/tools.js';
-import { createPythonRunner } from './helpers/python-runner.js';
+import { useExecutor } from './helpers/executor.js';
 import { ANSWER, chatFormat, QUESTION, TOOL_CALL, tokenizer, trainToolModel } from './helpers/tool-model.js';
+
+const executor = useExecutor();
 
 let model: ReturnType<typeof trainToolModel>;
 beforeAll(() => {
   model = trainToolModel();
 }, 120_000);
 
-const tools = () => createToolRegistry([createPythonTool(createPythonRunner(), { name: 'python' })]);
+const tools = () => createToolRegistry([createPythonTool(executor(), { name: 'python' })]);
 const engines = (n: number) =>
   Array.from({ length: n }, (_, i) => ({
     engine: createNativeAdapter({

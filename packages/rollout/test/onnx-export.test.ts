@@ -8,8 +8,10 @@ import { type DecoderConfig, decoderShape, exportDecoderToOnnx } from '../src/on
 import { createOnnxAdapter } from '../src/onnx/onnx-adapter.js';
 import { createPythonTool } from '../src/python-tool.js';
 import { createToolRegistry } from '../src/tools.js';
-import { createPythonRunner } from './helpers/python-runner.js';
+import { useExecutor } from './helpers/executor.js';
 import { chatFormat, QUESTION, tokenizer, trainToolModel } from './helpers/tool-model.js';
+
+const executor = useExecutor();
 
 const config = {
   architectures: ['Qwen3ForCausalLM'],
@@ -137,7 +139,7 @@ describe('the ONNX Runtime adapter', () => {
     const ctx = {
       tokenizer,
       chatFormat,
-      tools: createToolRegistry([createPythonTool(createPythonRunner(), { name: 'python' })]),
+      tools: createToolRegistry([createPythonTool(executor(), { name: 'python' })]),
       config: AgentLoopConfigSchema.parse({
         maxResponseTokens: 400,
         sampling: { temperature: 1, maxNewTokens: 120 },
