@@ -39,6 +39,7 @@ export {
 export { createOnnxAdapter, type OnnxAdapterOptions } from './onnx/onnx-adapter.js';
 export { type CodeExecutor, createPythonTool, type PythonToolOptions } from './python-tool.js';
 export { createRollout, type Rollout, type RolloutOptions, type RolloutPrompt } from './rollout.js';
+export { type CapacityWatcher, watchEngineCapacity } from './scheduler/capacity-watcher.js';
 export { createEngineScheduler, type EngineSchedulerOptions } from './scheduler/engine-scheduler.js';
 export { createKvAwareScheduler, type KvAwareSchedulerOptions } from './scheduler/kv-aware-scheduler.js';
 export type {

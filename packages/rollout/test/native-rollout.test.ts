@@ -2,9 +2,11 @@ import { createGenerator, packSequences } from '@agentrl/engine';
 import { TrajectorySchema } from '@agentrl/protocol';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createNativeAdapter } from '../src/adapters/native-adapter.js';
+import { createVllmAdapter } from '../src/adapters/vllm-adapter.js';
 import { createPythonTool } from '../src/python-tool.js';
 import { createRollout } from '../src/rollout.js';
 import { createKvAwareScheduler } from '../src/scheduler/kv-aware-scheduler.js';
+import { createStaticScheduler } from '../src/scheduler/static-scheduler.js';
 import { createToolRegistry } from '../src/tools.js';
 import { useExecutor } from './helpers/executor.js';
 import { ANSWER, chatFormat, QUESTION, TOOL_CALL, tokenizer, trainToolModel } from './helpers/tool-model.js';
@@ -93,5 +95,21 @@ describe('rollouts on the native engine with a real Python tool', () => {
       expect.stringContaining('<tool_response>\n42\n</tool_response>'),
       ANSWER,
     ]);
+  });
+
+  it('a dead engine ends its trajectories with engine_error while the others finish', async () => {
+    // Port 9 (discard) is closed here: connection refused.
+    const dead = createVllmAdapter({ baseUrl: 'http://127.0.0.1:9', model: 'tiny' });
+    const rollout = createRollout({
+      scheduler: createStaticScheduler([...engines(1), { engine: dead, capacityTokens: 4096 }]),
+      tokenizer,
+      tools: tools(),
+      chatFormat,
+      config: { maxResponseTokens: 400, sampling: { temperature: 0, maxNewTokens: 120 } },
+    });
+    const [group] = await rollout.run([{ promptId: 'q', messages: QUESTION }], 4);
+    const reasons = group!.trajectories.map((t) => t.finishReason);
+    expect(reasons).toEqual(['stop', 'engine_error', 'stop', 'engine_error']);
+    await dead.close();
   });
 });

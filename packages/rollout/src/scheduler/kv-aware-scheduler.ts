@@ -39,6 +39,7 @@ export function createKvAwareScheduler<E>(
       `rollout: overcommit must be a finite number >= 1, got ${overcommit}; use 1 to never overflow an engine's KV cache`,
     );
   }
+  /** Reservable tokens per engine: the reported capacity × overcommit. */
   const capacity = engines.map((e) => e.capacityTokens * overcommit);
   const reserved = engines.map(() => 0);
   const active = engines.map(() => 0);
@@ -142,7 +143,7 @@ export function createKvAwareScheduler<E>(
       }
     },
     snapshot: (): SchedulerSnapshot => ({
-      capacity: [...capacity],
+      capacity: capacity.map((c) => c / overcommit),
       reserved: [...reserved],
       active: [...active],
       waiting: queue.length,

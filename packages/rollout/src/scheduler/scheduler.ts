@@ -24,6 +24,7 @@ export interface Scheduler<E> {
 }
 
 export interface SchedulerSnapshot {
+  /** KV capacity per engine as reported (before any overcommit). */
   capacity: number[];
   reserved: number[];
   active: number[];
