@@ -38,57 +38,71 @@ int ThreadId() {
 #endif
 }
 
-/** tile[i * ldt + j] = scale * dot(a_i, b_j), 4 x 4 register blocks vectorised along H. */
-void GemmTile(const float* a, int64_t na, const float* b, int64_t nb, int64_t H, float scale, float* tile, int64_t ldt) {
-  int64_t i = 0;
-  for (; i + 4 <= na; i += 4) {
-    const float* a0 = a + i * H;
-    const float* a1 = a0 + H;
-    const float* a2 = a1 + H;
-    const float* a3 = a2 + H;
-    int64_t j = 0;
-    for (; j + 4 <= nb; j += 4) {
-      const float* b0 = b + j * H;
-      const float* b1 = b0 + H;
-      const float* b2 = b1 + H;
-      const float* b3 = b2 + H;
-      float c00 = 0, c01 = 0, c02 = 0, c03 = 0, c10 = 0, c11 = 0, c12 = 0, c13 = 0;
-      float c20 = 0, c21 = 0, c22 = 0, c23 = 0, c30 = 0, c31 = 0, c32 = 0, c33 = 0;
-#pragma omp simd reduction(+ : c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33)
-      for (int64_t k = 0; k < H; ++k) {
-        float x0 = a0[k], x1 = a1[k], x2 = a2[k], x3 = a3[k];
-        float y0 = b0[k], y1 = b1[k], y2 = b2[k], y3 = b3[k];
-        c00 += x0 * y0; c01 += x0 * y1; c02 += x0 * y2; c03 += x0 * y3;
-        c10 += x1 * y0; c11 += x1 * y1; c12 += x1 * y2; c13 += x1 * y3;
-        c20 += x2 * y0; c21 += x2 * y1; c22 += x2 * y2; c23 += x2 * y3;
-        c30 += x3 * y0; c31 += x3 * y1; c32 += x3 * y2; c33 += x3 * y3;
+// GCC/Clang vector extension: one AVX-512 register, or two AVX2 ones where that is what -march gives.
+// aligned(4) lets it load from any float address.
+typedef float v16 __attribute__((vector_size(64), aligned(4)));
+
+/**
+ * C[M x N] += A[M x P] B[P x N] with C and B rows contiguous (ldc, ldb) and A strided (element (m, p)
+ * at A[m * sam + p * sap]), so A can be G or G^T without a copy. 4 x 32 register blocks.
+ */
+void GemmAccumulate(float* C, int64_t ldc, const float* A, int64_t sam, int64_t sap, const float* B, int64_t ldb,
+                    int64_t M, int64_t N, int64_t P) {
+  int64_t m = 0;
+  for (; m + 4 <= M; m += 4) {
+    int64_t n = 0;
+    for (; n + 32 <= N; n += 32) {
+      v16 c[4][2];
+      for (int r = 0; r < 4; ++r) {
+        c[r][0] = *reinterpret_cast<const v16*>(C + (m + r) * ldc + n);
+        c[r][1] = *reinterpret_cast<const v16*>(C + (m + r) * ldc + n + 16);
       }
-      float* t0 = tile + i * ldt + j;
-      t0[0] = c00 * scale; t0[1] = c01 * scale; t0[2] = c02 * scale; t0[3] = c03 * scale;
-      t0 += ldt; t0[0] = c10 * scale; t0[1] = c11 * scale; t0[2] = c12 * scale; t0[3] = c13 * scale;
-      t0 += ldt; t0[0] = c20 * scale; t0[1] = c21 * scale; t0[2] = c22 * scale; t0[3] = c23 * scale;
-      t0 += ldt; t0[0] = c30 * scale; t0[1] = c31 * scale; t0[2] = c32 * scale; t0[3] = c33 * scale;
+      for (int64_t p = 0; p < P; ++p) {
+        const v16 b0 = *reinterpret_cast<const v16*>(B + p * ldb + n);
+        const v16 b1 = *reinterpret_cast<const v16*>(B + p * ldb + n + 16);
+        for (int r = 0; r < 4; ++r) {
+          const float a = A[(m + r) * sam + p * sap];
+          c[r][0] += a * b0;
+          c[r][1] += a * b1;
+        }
+      }
+      for (int r = 0; r < 4; ++r) {
+        *reinterpret_cast<v16*>(C + (m + r) * ldc + n) = c[r][0];
+        *reinterpret_cast<v16*>(C + (m + r) * ldc + n + 16) = c[r][1];
+      }
     }
-    for (; j < nb; ++j) {
-      for (int64_t r = 0; r < 4; ++r) {
-        const float* ar = a + (i + r) * H;
-        const float* bj = b + j * H;
+    for (; n < N; ++n) {
+      for (int r = 0; r < 4; ++r) {
         float acc = 0;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t k = 0; k < H; ++k) acc += ar[k] * bj[k];
-        tile[(i + r) * ldt + j] = acc * scale;
+        for (int64_t p = 0; p < P; ++p) acc += A[(m + r) * sam + p * sap] * B[p * ldb + n];
+        C[(m + r) * ldc + n] += acc;
       }
     }
   }
-  for (; i < na; ++i) {
-    for (int64_t j = 0; j < nb; ++j) {
-      const float* ai = a + i * H;
-      const float* bj = b + j * H;
-      float acc = 0;
-#pragma omp simd reduction(+ : acc)
-      for (int64_t k = 0; k < H; ++k) acc += ai[k] * bj[k];
-      tile[i * ldt + j] = acc * scale;
+  for (; m < M; ++m) {
+    for (int64_t p = 0; p < P; ++p) {
+      const float a = A[m * sam + p * sap];
+      if (a == 0.f) continue;
+#pragma omp simd
+      for (int64_t n = 0; n < N; ++n) C[m * ldc + n] += a * B[p * ldb + n];
     }
+  }
+}
+
+/**
+ * tile[i * ldt + j] = scale * dot(a_i, b_j) for nb <= kVocab rows of b: b is transposed once into
+ * `bt` (H x nb, per thread) so the product runs as broadcast-FMA register blocks; the transpose is
+ * amortised over the kTokens rows of a.
+ */
+void LogitsTile(const float* a, int64_t na, const float* b, int64_t nb, int64_t H, float scale, float* tile,
+                int64_t ldt, float* bt) {
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t k = 0; k < H; ++k) bt[k * nb + j] = b[j * H + k];
+  for (int64_t i = 0; i < na; ++i) std::memset(tile + i * ldt, 0, sizeof(float) * nb);
+  GemmAccumulate(tile, ldt, a, H, 1, bt, nb, na, nb, H);
+  for (int64_t i = 0; i < na; ++i) {
+#pragma omp simd
+    for (int64_t j = 0; j < nb; ++j) tile[i * ldt + j] *= scale;
   }
 }
 
@@ -110,9 +124,10 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
   std::vector<Partial> partial(static_cast<size_t>(std::min<int64_t>(T, kTokens) * n_vt));
   std::vector<float> tiles(static_cast<size_t>(threads) * kTokens * kVocab);
   std::vector<float> dh_part(static_cast<size_t>(threads) * kTokens * H);
+  std::vector<float> wt(static_cast<size_t>(threads) * kVocab * H);
   std::vector<float> row_max(static_cast<size_t>(T)), log_s(static_cast<size_t>(T)), entropy(c.entropy ? static_cast<size_t>(T) : 0);
   std::vector<double> grad(static_cast<size_t>(T));
-  *workspace_bytes = static_cast<int64_t>(partial.size() * sizeof(Partial) + tiles.size() * 4 + dh_part.size() * 4 +
+  *workspace_bytes = static_cast<int64_t>(partial.size() * sizeof(Partial) + tiles.size() * 4 + dh_part.size() * 4 + wt.size() * 4 +
                                           row_max.size() * 8 + entropy.size() * 4 + grad.size() * 8 + T * 8);
 
   // ---- forward: per token block, vocab tiles in parallel -----------------------------------------
@@ -121,8 +136,9 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t vt = 0; vt < n_vt; ++vt) {
       const int64_t v0 = vt * kVocab, nv = std::min(kVocab, V - v0);
-      float* tile = tiles.data() + static_cast<int64_t>(ThreadId()) * kTokens * kVocab;
-      GemmTile(hidden + t0 * H, nt, weight + v0 * H, nv, H, inv_tau, tile, kVocab);
+      const int tid = ThreadId();
+      float* tile = tiles.data() + static_cast<int64_t>(tid) * kTokens * kVocab;
+      LogitsTile(hidden + t0 * H, nt, weight + v0 * H, nv, H, inv_tau, tile, kVocab, wt.data() + tid * kVocab * H);
       for (int64_t i = 0; i < nt; ++i) {
         const float* z = tile + i * kVocab;
         float m = -INFINITY;
@@ -187,7 +203,7 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
       const int tid = ThreadId();
       float* tile = tiles.data() + static_cast<int64_t>(tid) * kTokens * kVocab;
       float* dh = dh_part.data() + static_cast<int64_t>(tid) * kTokens * H;
-      GemmTile(hidden + t0 * H, nt, weight + v0 * H, nv, H, inv_tau, tile, kVocab);
+      LogitsTile(hidden + t0 * H, nt, weight + v0 * H, nv, H, inv_tau, tile, kVocab, wt.data() + tid * kVocab * H);
       for (int64_t i = 0; i < nt; ++i) {
         float* z = tile + i * kVocab;
         const float gs = static_cast<float>(grad[t0 + i] * inv_tau);
@@ -201,22 +217,10 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
         const int32_t tgt = in.targets[t0 + i];
         if (tgt >= v0 && tgt < v0 + nv) z[tgt - v0] += gs;
       }
-      // dweight rows [v0, v0 + nv) += G^T hidden_block ; dh_part += G weight_tile
-      for (int64_t j = 0; j < nv; ++j) {
-        float* dwj = dweight + (v0 + j) * H;
-        const float* wj = weight + (v0 + j) * H;
-        for (int64_t i = 0; i < nt; ++i) {
-          const float g = tile[i * kVocab + j];
-          if (g == 0.f) continue;
-          const float* hi = hidden + (t0 + i) * H;
-          float* dhi = dh + i * H;
-#pragma omp simd
-          for (int64_t k = 0; k < H; ++k) {
-            dwj[k] += g * hi[k];
-            dhi[k] += g * wj[k];
-          }
-        }
-      }
+      // dweight rows [v0, v0 + nv) += G^T hidden_block (rows owned by this tile: no race);
+      // this thread's dhidden partial += G weight_tile
+      GemmAccumulate(dweight + v0 * H, H, tile, 1, kVocab, hidden + t0 * H, H, nv, H, nt);
+      GemmAccumulate(dh, H, tile, kVocab, 1, weight + v0 * H, H, nt, H, nv);
     }
     for (int th = 0; th < threads; ++th) {
       const float* src = dh_part.data() + static_cast<int64_t>(th) * kTokens * H;
