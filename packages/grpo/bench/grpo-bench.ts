@@ -25,23 +25,36 @@ const TOKENS = 2048;
 const RUNS = Number(process.env.AGENTRL_BENCH_RUNS ?? 21);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** CPU milliseconds of the last `time` call: on a shared machine it moves less than wall time. */
+let lastCpuMs = 0;
 function time(fn: () => unknown): number {
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   fn();
-  return performance.now() - t0;
+  const wall = performance.now() - t0;
+  const c = process.cpuUsage(c0);
+  lastCpuMs = (c.user + c.system) / 1000;
+  return wall;
 }
 
 console.log(`generating ${PROMPTS} prompts x ${GROUP} trajectories x ${TOKENS} tokens ...`);
 const groups = createSyntheticGroups({ prompts: PROMPTS, groupSize: GROUP, tokens: TOKENS, seed: 1 });
 const cfg = GRPO_DEFAULTS;
 
-/** The subject: RoC, group advantages, and every kept trajectory's per-token advantages. */
-function subject(seed: number): number {
+let reused = new Float32Array(0);
+/**
+ * The subject: RoC, group advantages, and every kept trajectory's per-token advantages, written
+ * into one buffer. With `fresh` the buffer is allocated per run; otherwise it is reused across
+ * runs as a trainer reuses its step buffers (a fresh 13 MB buffer per run mostly measures the
+ * major GCs it triggers over the ~300 MB heap of trajectories).
+ */
+function subject(seed: number, fresh = false): number {
   const roc = resampleOnCorrect(groups, { ...cfg.roc, seed });
   const adv = computeGroupAdvantages(roc.groups, cfg.advantage);
   let tokens = 0;
   for (const g of roc.groups) for (const t of g.trajectories) tokens += t.tokenIds.length;
-  const perToken = new Float32Array(tokens);
+  if (fresh || reused.length < tokens) reused = new Float32Array(tokens);
+  const perToken = reused;
   let at = 0;
   for (let gi = 0; gi < roc.groups.length; gi++) {
     const ts = roc.groups[gi]!.trajectories;
@@ -50,7 +63,7 @@ function subject(seed: number): number {
       at += ts[i]!.tokenIds.length;
     }
   }
-  return perToken.length;
+  return at;
 }
 
 // Same answer first: the baseline is only a baseline if it computes the same thing.
@@ -75,12 +88,18 @@ for (let i = 0; i < 3; i++) {
 const subjectMs: number[] = [];
 const naiveMs: number[] = [];
 const rocOnlyMs: number[] = [];
+const freshMs: number[] = [];
+const subjectCpuMs: number[] = [];
+const naiveCpuMs: number[] = [];
 const load = os.loadavg()[0]!;
 for (let i = 0; i < RUNS; i++) {
   // Interleave so that all three see the same machine noise.
   subjectMs.push(time(() => subject(100 + i)));
+  subjectCpuMs.push(lastCpuMs);
   naiveMs.push(time(() => naiveRocAndAdvantages(groups, { ...cfg.roc, seed: 100 + i })));
+  naiveCpuMs.push(lastCpuMs);
   rocOnlyMs.push(time(() => resampleOnCorrect(groups, { ...cfg.roc, seed: 100 + i })));
+  freshMs.push(time(() => subject(100 + i, true)));
 }
 
 const roc = resampleOnCorrect(groups, { ...cfg.roc, seed: 1 });
@@ -107,7 +126,10 @@ const result = {
   loadAverage1m: +load.toFixed(2),
   rocAndAdvantagesMedianMs: +median(subjectMs).toFixed(2),
   rocAndAdvantagesMinMs: +Math.min(...subjectMs).toFixed(2),
+  rocAndAdvantagesCpuMedianMs: +median(subjectCpuMs).toFixed(2),
+  naiveCpuMedianMs: +median(naiveCpuMs).toFixed(2),
   rocOnlyMedianMs: +median(rocOnlyMs).toFixed(2),
+  freshBufferMedianMs: +median(freshMs).toFixed(2),
   naiveMedianMs: +median(naiveMs).toFixed(2),
   speedupVsNaive: +(median(naiveMs) / median(subjectMs)).toFixed(2),
   goalMs: 50,
@@ -118,7 +140,9 @@ const result = {
 console.log(`
 machine: ${result.machine}, 1-min load average ${result.loadAverage1m}
 RoC + advantages (per-token broadcast): median ${result.rocAndAdvantagesMedianMs} ms, min ${result.rocAndAdvantagesMinMs} ms (goal < ${result.goalMs} ms)
+  CPU time (less load-sensitive):       median ${result.rocAndAdvantagesCpuMedianMs} ms, naive ${result.naiveCpuMedianMs} ms
   of which RoC alone:                   median ${result.rocOnlyMedianMs} ms
+  with a fresh output buffer per run:   median ${result.freshBufferMedianMs} ms
 naive baseline, same run:               median ${result.naiveMedianMs} ms -> ${result.speedupVsNaive}x the subject's time
 packing ${roc.groups.reduce((n, g) => n + g.trajectories.length, 0)} kept trajectories into ${microBatches} micro-batches (64K tokens, groups whole): median ${result.packMedianMs} ms
 full zod parse of the whole batch (measured on 16 prompts, scaled): ~${result.fullZodParseMsEstimate} ms: why it stays at the edge`);
