@@ -1,4 +1,4 @@
-import type { FinishReason, SamplingParams, Trajectory } from '@agentrl/protocol';
+import type { FinishReason, SamplingParams, ToolCall, ToolOutcome, Trajectory } from '@agentrl/protocol';
 import type { ChatFormat } from './chat-format.js';
 import { wrapToolResponse } from './chat-format.js';
 import type { AgentLoopConfig } from './config.js';
@@ -101,7 +101,7 @@ export async function runTrajectory(
       if (turn === config.maxTurns - 1) break; // the call would have no turn left to read its result
       const outcome =
         parsed.kind === 'call'
-          ? await tools.run(parsed.call, { trajectoryId: job.id, ...signalOf(job) })
+          ? await runToolWithDeadline(tools, parsed.call, job, config.toolTimeoutMs)
           : toolError(parsed.failure.message, 0, 'parse_error');
       t.toolCalls.push({
         turn,
@@ -123,6 +123,36 @@ export async function runTrajectory(
     await engine.release(job.id);
   }
   return t.finish(finish);
+}
+
+/** A tool that never returns must not hang the trajectory: past the deadline it counts as a timeout. */
+async function runToolWithDeadline(
+  tools: ToolRegistry,
+  call: ToolCall,
+  job: TrajectoryJob,
+  ms: number,
+): Promise<ToolOutcome> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<ToolOutcome>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve({
+          status: 'timeout',
+          stdout: '',
+          stderr: `the tool did not return within ${ms} ms`,
+          exitCode: null,
+          signal: null,
+          wallMs: ms,
+          cpuMs: null,
+        }),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([tools.run(call, { trajectoryId: job.id, ...signalOf(job) }), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function signalOf(job: { signal?: AbortSignal }): { signal?: AbortSignal } {

@@ -25,6 +25,14 @@ export const AgentLoopConfigSchema = z
     sampling: SamplingParamsSchema.default(SamplingParamsSchema.parse({})).describe(
       'sampling of each turn; maxNewTokens caps one turn, the token budget caps the rest',
     ),
+    toolTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(120_000)
+      .describe(
+        'a tool call that takes longer is recorded as a timeout and fed back; the sandbox has its own limit',
+      ),
     requestTimeoutMs: z
       .number()
       .int()

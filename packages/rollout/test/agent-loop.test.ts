@@ -128,4 +128,14 @@ describe('runTrajectory on a scripted engine', () => {
     expect(t.finishReason).toBe('timeout');
     expect(engine.released).toEqual(['slow']);
   });
+
+  it('records a tool that never returns as a timeout and goes on', async () => {
+    const replies = [call('x'), 'ok<|im_end|>'];
+    const engine = createScriptedEngine(tokenizer, (_, turn) => replies[turn]!);
+    const ctx = context({ toolTimeoutMs: 50 });
+    ctx.tools = createToolRegistry([{ ...echoTool, handler: () => new Promise(() => {}) }]);
+    const t = await runTrajectory(ctx, engine, job());
+    expect(t.toolCalls[0]!.outcome.status).toBe('timeout');
+    expect(t.finishReason).toBe('stop');
+  });
 });
