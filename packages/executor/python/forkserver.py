@@ -27,7 +27,8 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 16384, 1 << 18
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 24, 38, 4
-SYS_CLONE = 56  # x86_64; other arches fall back to fork + unshare in an intermediate child
+# clone(2)'s syscall number; with every pointer argument 0 the argument order does not matter.
+SYS_CLONE = {"x86_64": 56, "aarch64": 220, "riscv64": 220, "ppc64le": 120}.get(os.uname().machine, 56)
 CHUNK = 65536
 NOBODY = 65534
 
@@ -451,11 +452,25 @@ def sandbox_error(req, message):
 
 PRELOADED = []
 
+# First calls into some libraries fill caches (sympy's cacheit, its printer and solver tables). Doing a
+# little of that once here means every forked call starts with those caches filled; every call still
+# starts from the same state.
+WARMUP = {
+    "sympy": (
+        "import sympy as s\nx = s.Symbol('x')\n"
+        "str(s.factor(x**4 - 1)); str(s.solve(x**2 - 2, x)); str(s.simplify(s.sin(x)**2 + s.cos(x)**2))\n"
+        "str(s.diff(s.sin(x) * x, x)); str(s.expand((x + 1)**3)); str(s.integrate(x**2, x)); str(s.Rational(1, 3) + 1)"
+    ),
+    "numpy": "import numpy as n\nstr(n.arange(10).reshape(2, 5).sum(axis=0)); repr(n.linspace(0, 1, 3))",
+}
+
 if __name__ == "__main__":
     for name in [m for m in os.environ.get("AGENTRL_PRELOAD", "").split(",") if m]:
         try:
             __import__(name)
             PRELOADED.append(name)
+            if name in WARMUP:
+                exec(WARMUP[name], {})
         except Exception:  # a missing optional module only costs speed
             pass
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
