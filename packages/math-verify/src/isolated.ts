@@ -13,6 +13,9 @@ export interface IsolatedOptions extends Partial<VerifyOptions> {
   hardTimeoutMs?: number;
 }
 
+/** Extra time for the first item: thread start, module load, tsx from source, the CAS warm-up. */
+const STARTUP_ALLOWANCE_MS = 15_000;
+
 type Message = { i: number; result: VerifyResult } | { done: true };
 
 /**
@@ -72,7 +75,7 @@ function runWorker(
     let settled = false;
     const worker = createWorker();
     // the first item also pays for the worker's start-up (module load, tsx in source mode)
-    let timer = setTimeout(kill, hardMs + 5_000);
+    let timer = setTimeout(kill, hardMs + STARTUP_ALLOWANCE_MS);
     function settle(n: number): void {
       if (settled) return;
       settled = true;

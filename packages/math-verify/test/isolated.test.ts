@@ -23,6 +23,6 @@ describe('verifyBatchIsolated', () => {
       { casFallback: true, hardTimeoutMs: 3_000 },
     );
     expect(r.map((x) => x.reason)).toEqual(['string-match', 'timeout', 'string-match']);
-    expect(performance.now() - t0).toBeLessThan(30_000);
-  }, 60_000);
+    expect(performance.now() - t0).toBeLessThan(60_000);
+  }, 120_000);
 });

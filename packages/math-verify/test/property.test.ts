@@ -132,7 +132,8 @@ describe('properties', () => {
       fc.property(fc.oneof(noisy, fc.string({ unit: 'grapheme' })), noisy, (g, r) => {
         const t0 = performance.now();
         const res = verify(g, r, { timeoutMs: 50 });
-        expect(performance.now() - t0).toBeLessThan(400);
+        // generous: one call is well under a millisecond; this only catches a pathological blow-up
+        expect(performance.now() - t0).toBeLessThan(1_000);
         expect(typeof res.correct).toBe('boolean');
         expect(typeof res.reason).toBe('string');
       }),
