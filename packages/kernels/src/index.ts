@@ -1,4 +1,5 @@
 export { type BackendInfo, listBackends } from './backends.js';
+export { bf16ToFloat32, float32ToBf16 } from './bf16.js';
 export {
   type AggregationMode,
   AggregationModeSchema,

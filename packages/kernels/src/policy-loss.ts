@@ -54,7 +54,7 @@ export function policyLossSync(inputs: PolicyLossInputs, options: PolicyLossOpti
   const backend = backendOf(options, ['reference', 'cpu', 'cuda', 'hip']);
   const [configInput, target] = split(options);
   const cfg = parsePolicyLossConfig(configInput);
-  const [T] = validatePolicyLossInputs(inputs, target);
+  const [T] = validatePolicyLossInputs(inputs, target, backend);
   if (backend === 'reference') return referencePolicyLoss(inputs, cfg, target);
   return nativePolicyLoss(backend as 'cpu' | 'cuda' | 'hip', inputs, cfg, target, T);
 }
@@ -67,8 +67,8 @@ export async function policyLoss(
   if (options.backend !== 'webgpu') return policyLossSync(inputs, options);
   const [configInput, target] = split(options);
   const cfg = parsePolicyLossConfig(configInput);
-  const [T] = validatePolicyLossInputs(inputs, target);
-  return webgpuPolicyLoss(inputs, cfg, target, T);
+  const [T] = validatePolicyLossInputs(inputs, target, 'webgpu');
+  return webgpuPolicyLoss(inputs as PolicyLossInputs & { logits: Float32Array }, cfg, target, T);
 }
 
 export interface FusedLinearOptions extends PolicyLossConfigInput {

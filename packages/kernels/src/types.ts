@@ -17,8 +17,11 @@ export interface TokenInputs {
 
 /** Inputs of the logits variant. */
 export interface PolicyLossInputs extends TokenInputs {
-  /** [T, V] fp32 logits, row-major and contiguous. */
-  logits: Float32Array;
+  /**
+   * [T, V] logits, row-major and contiguous: fp32, or bf16 bit patterns in a Uint16Array on the
+   * `cuda`, `hip` and `reference` backends (dlogits are fp32 either way; see `float32ToBf16`).
+   */
+  logits: Float32Array | Uint16Array;
   /** V: the vocabulary size (row length of `logits`). */
   vocabSize: number;
 }

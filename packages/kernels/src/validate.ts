@@ -78,11 +78,27 @@ export function validateTokens(inp: TokenInputs, V: number): number {
 }
 
 /** Checks the logits variant's inputs and the gradient target; returns [T, V]. */
-export function validatePolicyLossInputs(inp: PolicyLossInputs, out: GradTarget): [number, number] {
+export function validatePolicyLossInputs(
+  inp: PolicyLossInputs,
+  out: GradTarget,
+  backend: string,
+): [number, number] {
   if (inp === null || typeof inp !== 'object') throw bad('inputs', 'must be an object');
   const V = expectCount(inp.vocabSize, 'vocabSize', 1);
   const T = validateTokens(inp, V);
-  expectTyped(inp.logits, Float32Array, 'logits', T * V, `[T=${T}, V=${V}]`);
+  if (inp.logits instanceof Uint16Array) {
+    if (!['cuda', 'hip', 'reference'].includes(backend)) {
+      throw bad(
+        'logits',
+        `are bf16 (Uint16Array), which the ${backend} backend does not take: use cuda, hip or reference, or bf16ToFloat32()`,
+      );
+    }
+    expectTyped(inp.logits, Uint16Array, 'logits', T * V, `[T=${T}, V=${V}]`);
+    if (out.inPlace)
+      throw bad('inPlace', 'needs fp32 logits: bf16 logits cannot hold fp32 dlogits; pass gradOut instead');
+  } else {
+    expectTyped(inp.logits, Float32Array, 'logits', T * V, `[T=${T}, V=${V}]`);
+  }
   if (out.gradOut !== undefined) {
     expectTyped(out.gradOut, Float32Array, 'gradOut', T * V, `[T=${T}, V=${V}]`);
     if (out.inPlace) throw bad('gradOut', 'and inPlace are exclusive: pick one place for dlogits');

@@ -77,7 +77,7 @@ function tfjsLossAndGrad(
     }
     return tf.sum(tf.mul(loss, tf.tensor1d(w)));
   };
-  const x = tf.tensor2d(inp.logits, [T, V]);
+  const x = tf.tensor2d(inp.logits as Float32Array, [T, V]);
   const { value, grad } = tf.valueAndGrad(f)(x);
   const out = { loss: value.dataSync()[0]!, grad: grad.dataSync() as Float32Array };
   tf.dispose([x, value, grad]);

@@ -25,7 +25,7 @@ export interface Shape {
 }
 
 /** Random packed inputs; old logprobs near the true new ones so ratios land around the clip range. */
-export function makeInputs(s: Shape): PolicyLossInputs {
+export function makeInputs(s: Shape): PolicyLossInputs & { logits: Float32Array } {
   const r = rng(s.seed);
   const T = s.seqLens.reduce((a, b) => a + b, 0);
   const V = s.V;
@@ -61,7 +61,11 @@ export function makeInputs(s: Shape): PolicyLossInputs {
 }
 
 /** old logp = true new logp (float64) + uniform noise of this width; call again after editing logits. */
-export function resetOldLogprobs(inp: PolicyLossInputs, drift: number, r = rng(99)): void {
+export function resetOldLogprobs(
+  inp: PolicyLossInputs & { logits: Float32Array },
+  drift: number,
+  r = rng(99),
+): void {
   const { logits, vocabSize: V, targets } = inp;
   for (let t = 0; t < targets.length; t++) {
     let m = Number.NEGATIVE_INFINITY;

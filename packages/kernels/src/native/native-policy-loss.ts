@@ -22,13 +22,16 @@ export function nativePolicyLoss(
   T: number,
 ): PolicyLossResult {
   const k = kernelsAddon();
-  const dlogits = out.inPlace ? inp.logits : (out.gradOut ?? new Float32Array(inp.logits.length));
+  const bf16 = inp.logits instanceof Uint16Array;
+  const dlogits = out.inPlace
+    ? (inp.logits as Float32Array)
+    : (out.gradOut ?? new Float32Array(inp.logits.length));
   const logp = new Float32Array(T);
   const m = callNative(() =>
     k.policyLoss({
       backend,
       logits: inp.logits,
-      bf16: false,
+      bf16,
       vocabSize: inp.vocabSize,
       targets: inp.targets,
       oldLogprobs: inp.oldLogprobs,

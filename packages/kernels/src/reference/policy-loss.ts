@@ -1,3 +1,4 @@
+import { bf16ToFloat32 } from '../bf16.js';
 import type { PolicyLossConfig } from '../config.js';
 import type { GradTarget, PolicyLossInputs, PolicyLossResult } from '../types.js';
 import { rowStats } from './row-stats.js';
@@ -12,12 +13,13 @@ export function referencePolicyLoss(
   cfg: PolicyLossConfig,
   out: GradTarget = {},
 ): PolicyLossResult {
-  const { logits, vocabSize: V, targets } = inp;
+  const { vocabSize: V, targets } = inp;
+  const logits = inp.logits instanceof Uint16Array ? bf16ToFloat32(inp.logits) : inp.logits;
   const T = targets.length;
   const tau = cfg.temperature;
   const stats = rowStats(logits, V, targets, tau, cfg.computeEntropy);
   const tm = tokenMath(cfg, inp, stats.logp, stats.entropy);
-  const dlogits = out.inPlace ? logits : (out.gradOut ?? new Float32Array(T * V));
+  const dlogits = out.inPlace ? (inp.logits as Float32Array) : (out.gradOut ?? new Float32Array(T * V));
   for (let t = 0; t < T; t++) {
     const o = t * V;
     const g = tm.gradLogp[t]! / tau;

@@ -68,7 +68,7 @@ function dispatch(device: GpuDevice, pipeline: GpuDevice, entries: GpuDevice[], 
  * in TS between them (the same code as the reference).
  */
 export async function webgpuPolicyLoss(
-  inp: PolicyLossInputs,
+  inp: PolicyLossInputs & { logits: Float32Array },
   cfg: PolicyLossConfig,
   out: GradTarget,
   T: number,
