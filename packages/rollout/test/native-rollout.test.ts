@@ -112,4 +112,23 @@ describe('rollouts on the native engine with a real Python tool', () => {
     expect(reasons).toEqual(['stop', 'engine_error', 'stop', 'engine_error']);
     await dead.close();
   });
+
+  it('a rollout cancelled before it starts rejects with ABORTED and holds no reservation', async () => {
+    const scheduler = createKvAwareScheduler(engines(1));
+    const rollout = createRollout({
+      scheduler,
+      tokenizer,
+      tools: tools(),
+      chatFormat,
+      config: { maxResponseTokens: 400 },
+    });
+    const controller = new AbortController();
+    controller.abort();
+    await expect(
+      rollout.run([{ promptId: 'q', messages: QUESTION }], 2, { signal: controller.signal }),
+    ).rejects.toMatchObject({
+      code: 'ABORTED',
+    });
+    expect(scheduler.snapshot().reserved).toEqual([0]);
+  });
 });
