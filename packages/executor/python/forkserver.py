@@ -270,6 +270,7 @@ class Server:
             for other in self.calls.values():
                 for buf in (*other.head.values(), *other.tail.values(), other.control):
                     buf[:] = bytes(len(buf))
+                other.req = None
             self.calls.clear()
             self.inbuf[:] = bytes(len(self.inbuf))
             control = pipes[3][1]
@@ -414,6 +415,7 @@ class Server:
         if not chunk:
             return False
         self.inbuf += chunk
+        del chunk  # a child forked below must not find other requests in this frame
         while True:
             nl = self.inbuf.find(b"\n")
             if nl < 0:

@@ -4,6 +4,9 @@ import { ExecutorError } from './errors.js';
 import { bwrapArgs, FORKSERVER_DIR, type PythonInfo } from './sandbox-spec.js';
 import type { ExecutorStatus } from './types.js';
 
+/** How long past a call's own limit the fork server may stay silent before it is declared hung. */
+const WATCHDOG_SLACK_MS = 30_000;
+
 /** What the Python side answers for one call (see python/forkserver.py). */
 export interface RawResult {
   id: number;
@@ -137,7 +140,14 @@ export class ForkServer {
     const id = this.nextId++;
     if (!proc) return crashResult(id, 'fork server is not running');
     return new Promise<RawResult>((resolve) => {
-      this.pending.set(id, resolve);
+      // The server enforces the limit itself; this only catches a server that stopped answering.
+      const watchdog = setTimeout(() => {
+        if (this.pending.has(id)) proc.kill('SIGKILL'); // 'exit' answers every pending call
+      }, req.timeoutMs + WATCHDOG_SLACK_MS);
+      this.pending.set(id, (r) => {
+        clearTimeout(watchdog);
+        resolve(r);
+      });
       proc.stdin.write(`${JSON.stringify({ id, ...req })}\n`);
     });
   }

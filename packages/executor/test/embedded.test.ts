@@ -107,4 +107,34 @@ describe('embedded pool: ordinary calls', () => {
     await expect(pool.run({ code: 'pass', timeoutMs: -1 })).rejects.toThrow(/timeoutMs must be between/);
     expect(() => new EmbeddedPool({ concurrency: 0 })).toThrow(/concurrency/);
   });
+
+  it('answers calls of a fork server that dies with sandbox_error, then restarts it', async () => {
+    const lone = await new EmbeddedPool({ servers: 1, leanServer: false, preload: [] }).start();
+    try {
+      const running = lone.run({ code: 'import time\ntime.sleep(10)' });
+      await new Promise((r) => setTimeout(r, 200));
+      process.kill(lone.serverPids[0] as number, 'SIGKILL');
+      const r = await running;
+      expect(r.status).toBe('sandbox_error');
+      expect(r.error?.code).toBe('WORKER_CRASHED');
+      expect(r.stderr).toMatch(/fork server exited/);
+      expect(await lone.run({ code: 'print("back")' })).toMatchObject({ status: 'ok', stdout: 'back\n' });
+    } finally {
+      await lone.close();
+    }
+  });
+
+  it('sandbox "none" still isolates each call (own namespaces, nobody, limits), without bubblewrap', async () => {
+    const bare = await new EmbeddedPool({ servers: 1, sandbox: 'none', preload: [] }).start();
+    try {
+      const r = await bare.run({
+        code: 'import os\nprint(os.getpid(), os.getuid(), os.listdir("/tmp"))\nopen("/etc/shadow")',
+      });
+      expect(r.status).toBe('runtime_error');
+      expect(r.stdout).toBe('1 65534 []\n');
+      expect(r.stderr).toContain('PermissionError');
+    } finally {
+      await bare.close();
+    }
+  });
 });
