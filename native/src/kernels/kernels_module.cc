@@ -184,7 +184,7 @@ Napi::Value FusedLinear(const Napi::CallbackInfo& info) {
     float* dw = Typed<Napi::Float32Array>(o, "dWeight", V * H).Data();
     float* logp = Typed<Napi::Float32Array>(o, "logp", T).Data();
     int64_t ws = 0;
-    Metrics m = FusedLinearCpu(c, in, hidden, weight, H, V, dh, dw, logp, &ws);
+    Metrics m = FusedLinearCpu(c, in, hidden, weight, H, V, dh, dw, logp, &ws, o.Get("accumulate").ToBoolean());
     Napi::Object r = MetricsToJs(env, m);
     r.Set("workspaceBytes", static_cast<double>(ws));
     return r;

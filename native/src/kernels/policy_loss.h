@@ -18,11 +18,13 @@ Metrics PolicyLossCpu(const LossConfig& c, const TokenInputs& in, const float* l
 /**
  * Fused-linear policy loss: logits = hidden [T, H] @ weight [V, H]^T / τ, tiled over tokens and
  * vocabulary, never stored. Forward keeps per-token log Z; backward recomputes each tile and
- * accumulates dhidden [T, H] and dweight [V, H] (both overwritten). Returns the workspace bytes it
+ * accumulates dhidden [T, H] (overwritten) and dweight [V, H] (overwritten, or added to with
+ * accumulate_dweight, for gradient accumulation over micro-batches). Returns the workspace bytes it
  * allocated in `workspace_bytes`.
  */
 Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* hidden, const float* weight, int64_t H,
-                       int64_t V, float* dhidden, float* dweight, float* logp_out, int64_t* workspace_bytes);
+                       int64_t V, float* dhidden, float* dweight, float* logp_out, int64_t* workspace_bytes,
+                       bool accumulate_dweight = false);
 
 /** Multithreaded copy of `n` floats, for the benchmark's bandwidth baseline. */
 void CopyFloats(const float* src, float* dst, int64_t n);

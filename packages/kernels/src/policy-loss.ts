@@ -11,7 +11,7 @@ import type {
   PolicyLossInputs,
   PolicyLossResult,
 } from './types.js';
-import { validateFusedLinearInputs, validatePolicyLossInputs } from './validate.js';
+import { expectTyped, validateFusedLinearInputs, validatePolicyLossInputs } from './validate.js';
 import { webgpuPolicyLoss } from './webgpu/webgpu-policy-loss.js';
 
 export interface PolicyLossOptions extends PolicyLossConfigInput, GradTarget {
@@ -74,6 +74,10 @@ export async function policyLoss(
 export interface FusedLinearOptions extends PolicyLossConfigInput {
   /** `cpu` (default, fused and tiled) or `reference` (materialises the logits). */
   backend?: 'cpu' | 'reference';
+  /** Write dWeight [V, H] here instead of a new array (e.g. the lm_head's gradient buffer). */
+  dWeightOut?: Float32Array;
+  /** With `dWeightOut`: add to it instead of overwriting (gradient accumulation over micro-batches). */
+  accumulate?: boolean;
 }
 
 /**
@@ -84,10 +88,28 @@ export function fusedLinearPolicyLoss(
   inputs: FusedLinearInputs,
   options: FusedLinearOptions = {},
 ): FusedLinearResult & { workspaceBytes?: number } {
-  const { backend: b, ...configInput } = options;
+  const { backend: b, dWeightOut, accumulate, ...configInput } = options;
   const backend = backendOf({ backend: b ?? 'cpu' }, ['cpu', 'reference']);
   const cfg = parsePolicyLossConfig(configInput);
-  const [T] = validateFusedLinearInputs(inputs);
-  if (backend === 'reference') return referenceFusedLinear(inputs, cfg);
-  return nativeFusedLinear(inputs, cfg, T);
+  const [T, H, V] = validateFusedLinearInputs(inputs);
+  if (dWeightOut !== undefined)
+    expectTyped(dWeightOut, Float32Array, 'dWeightOut', V * H, `[V=${V}, H=${H}]`);
+  if (accumulate && dWeightOut === undefined) {
+    throw new KernelError(
+      KernelErrorCode.InvalidConfig,
+      'needs dWeightOut: there is nothing to accumulate into',
+      { argument: 'options.accumulate' },
+    );
+  }
+  if (backend === 'reference') {
+    const r = referenceFusedLinear(inputs, cfg);
+    if (!dWeightOut) return r;
+    for (let i = 0; i < r.dWeight.length; i++)
+      dWeightOut[i] = (accumulate ? dWeightOut[i]! : 0) + r.dWeight[i]!;
+    return { ...r, dWeight: dWeightOut };
+  }
+  return nativeFusedLinear(inputs, cfg, T, {
+    ...(dWeightOut ? { dWeightOut } : {}),
+    accumulate: accumulate === true,
+  });
 }

@@ -34,6 +34,33 @@ describe('fused-linear CPU kernel vs the reference (which materialises the logit
     if (cfg.computeEntropy) expect(got.metrics.entropy).toBeCloseTo(ref.metrics.entropy, 4);
   });
 
+  it.each(['cpu', 'reference'] as const)(
+    '%s: writes dWeight into dWeightOut, and accumulates across micro-batches',
+    (backend) => {
+      const a = makeFusedInputs({ seqLens: [6, 3], V: 70, H: 9, seed: 31 });
+      const b = makeFusedInputs({ seqLens: [4], V: 70, H: 9, seed: 32 });
+      const ra = fusedLinearPolicyLoss(a, { backend });
+      const rb = fusedLinearPolicyLoss(b, { backend });
+      const buf = new Float32Array(70 * 9).fill(123);
+      const first = fusedLinearPolicyLoss(a, { backend, dWeightOut: buf });
+      expect(first.dWeight).toBe(buf);
+      expect(relMaxError(buf, ra.dWeight)).toBeLessThan(1e-6);
+      fusedLinearPolicyLoss(b, { backend, dWeightOut: buf, accumulate: true });
+      expect(
+        relMaxError(
+          buf,
+          ra.dWeight.map((x, i) => x + rb.dWeight[i]!),
+        ),
+      ).toBeLessThan(1e-6);
+      expect(() => fusedLinearPolicyLoss(a, { backend, accumulate: true })).toThrow(
+        /options.accumulate needs dWeightOut/,
+      );
+      expect(() => fusedLinearPolicyLoss(a, { backend, dWeightOut: new Float32Array(5) })).toThrow(
+        /dWeightOut has 5 elements/,
+      );
+    },
+  );
+
   it('reports a workspace that does not grow with the vocabulary times tokens', () => {
     const small = fusedLinearPolicyLoss(makeFusedInputs({ seqLens: [64], V: 1024, H: 16, seed: 1 }));
     const big = fusedLinearPolicyLoss(makeFusedInputs({ seqLens: [128], V: 4096, H: 16, seed: 1 }));

@@ -116,7 +116,8 @@ struct Partial {
 }  // namespace
 
 Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* hidden, const float* weight, int64_t H,
-                       int64_t V, float* dhidden, float* dweight, float* logp_out, int64_t* workspace_bytes) {
+                       int64_t V, float* dhidden, float* dweight, float* logp_out, int64_t* workspace_bytes,
+                       bool accumulate_dweight) {
   const int64_t T = in.T;
   const float inv_tau = 1.f / c.temperature;
   const int64_t n_vt = (V + kVocab - 1) / kVocab;
@@ -189,7 +190,7 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
   Metrics metrics = TokenMath(c, in, w, logp_out, c.entropy ? entropy.data() : nullptr, grad.data());
 
   // ---- backward: recompute tiles, dlogits on the fly ---------------------------------------------
-  std::memset(dweight, 0, sizeof(float) * V * H);
+  if (!accumulate_dweight) std::memset(dweight, 0, sizeof(float) * V * H);
   std::memset(dhidden, 0, sizeof(float) * T * H);
   for (int64_t t0 = 0; t0 < T; t0 += kTokens) {
     const int64_t nt = std::min(kTokens, T - t0);

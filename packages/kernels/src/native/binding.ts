@@ -51,6 +51,8 @@ export interface KernelsAddon {
     cuSeqlens: Int32Array;
     dHidden: Float32Array;
     dWeight: Float32Array;
+    /** Add into dWeight instead of overwriting it. */
+    accumulate: boolean;
     logp: Float32Array;
     config: NativeConfig;
   }): NativeMetrics & { workspaceBytes: number };

@@ -52,10 +52,11 @@ export function nativeFusedLinear(
   inp: FusedLinearInputs,
   cfg: PolicyLossConfig,
   T: number,
+  out: { dWeightOut?: Float32Array; accumulate?: boolean } = {},
 ): FusedLinearResult & { workspaceBytes: number } {
   const k = kernelsAddon();
   const dHidden = new Float32Array(T * inp.hiddenSize);
-  const dWeight = new Float32Array(inp.vocabSize * inp.hiddenSize);
+  const dWeight = out.dWeightOut ?? new Float32Array(inp.vocabSize * inp.hiddenSize);
   const logp = new Float32Array(T);
   const m = callNative(() =>
     k.fusedLinear({
@@ -70,6 +71,7 @@ export function nativeFusedLinear(
       cuSeqlens: inp.cuSeqlens,
       dHidden,
       dWeight,
+      accumulate: out.accumulate === true && out.dWeightOut !== undefined,
       logp,
       config: toNativeConfig(cfg),
     }),
