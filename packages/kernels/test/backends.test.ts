@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { parsePolicyLossConfig } from '../src/config.js';
 import {
   type Backend,
   disposeWebGpu,
@@ -7,6 +8,7 @@ import {
   type PolicyLossOptions,
   policyLoss,
 } from '../src/index.js';
+import { webgpuPolicyLoss } from '../src/webgpu/webgpu-policy-loss.js';
 import { expectMatches, relMaxError } from './compare.js';
 import { makeInputs, resetOldLogprobs } from './fixtures.js';
 
@@ -125,6 +127,23 @@ describe.each(['cpu', 'webgpu', 'cuda', 'hip'] as const)('backend %s', (backend)
     expect(inPlace.dlogits).toBe(copy.logits);
     expect(relMaxError(copy.logits, ref.dlogits)).toBeLessThan(1e-4);
   });
+});
+
+describe('webgpu chunking', () => {
+  it.skipIf(!runnable('webgpu'))(
+    'rows split across storage-binding chunks give the same result',
+    async () => {
+      const inp = makeInputs({ seqLens: [5, 6, 2], V: 300, seed: 41 });
+      const cfg = parsePolicyLossConfig({ ratioLevel: 'sequence', computeEntropy: true });
+      const ref = await policyLoss(inp, {
+        ratioLevel: 'sequence',
+        computeEntropy: true,
+        backend: 'reference',
+      });
+      // 4 rows per chunk: 13 rows -> 4 chunks, the last one short
+      expectMatches(await webgpuPolicyLoss(inp, cfg, {}, 13, 4 * 300 * 4), ref);
+    },
+  );
 });
 
 describe('listBackends', () => {

@@ -72,6 +72,8 @@ export async function webgpuPolicyLoss(
   cfg: PolicyLossConfig,
   out: GradTarget,
   T: number,
+  /** Cap on one chunk's bytes (tests use it to exercise chunking); default: the device's binding limit. */
+  maxChunkBytes?: number,
 ): Promise<PolicyLossResult> {
   const V = inp.vocabSize;
   checkLogitsFinite(inp.logits, V);
@@ -81,7 +83,7 @@ export async function webgpuPolicyLoss(
     return { loss: tm.loss, dlogits, logprobs: new Float32Array(0), metrics: tm.metrics };
   }
   const { device, maxBinding } = await getWebGpu();
-  const rowsPerChunk = Math.floor(maxBinding / (V * 4));
+  const rowsPerChunk = Math.floor(Math.min(maxBinding, maxChunkBytes ?? maxBinding) / (V * 4));
   if (rowsPerChunk < 1) {
     throw new KernelError(
       KernelErrorCode.InvalidArgument,
