@@ -22,6 +22,14 @@ export const WorkerSchema = z.object({
     .min(100)
     .default(30_000)
     .describe('a job taken by a worker that stops heart-beating for this long is retaken by another'),
+  maxDeliveries: z
+    .number()
+    .int()
+    .min(1)
+    .default(5)
+    .describe(
+      'a job retaken this many times (its workers kept dying) is answered with sandbox_error instead',
+    ),
   doneTtlSeconds: z
     .number()
     .int()
@@ -85,6 +93,10 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     } catch (e) {
       result = errorResult(e as Error, 0); // an invalid request is answered, not retried forever
     }
+    await publish(entryId, f, result);
+  };
+
+  const publish = async (entryId: string, f: Record<string, string>, result: RunResult) => {
     // Retried until Redis takes it: connections wait through restarts (maxRetriesPerRequest: null).
     for (;;) {
       try {
@@ -123,6 +135,42 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     }
   };
 
+  /** Answers jobs that already took down maxDeliveries workers, so one job cannot kill the fleet. */
+  const dropPoison = async (claimed: [string, string[] | null][]) => {
+    const ids = claimed.map(([id]) => id);
+    const first = ids[0] as string;
+    const last = ids.at(-1) as string;
+    const info = (await cmd.xpending(
+      keys.jobs,
+      keys.group,
+      first,
+      last,
+      ids.length + active.size + 16,
+      consumer,
+    )) as [string, string, number, number][];
+    const deliveries = new Map(info.map(([id, , , count]) => [id, count]));
+    const keep: [string, string[] | null][] = [];
+    for (const entry of claimed) {
+      const [entryId, list] = entry;
+      const count = deliveries.get(entryId) ?? 0;
+      if (!list || count <= opts.maxDeliveries) {
+        keep.push(entry);
+        continue;
+      }
+      const f = fields(list);
+      const err = new ExecutorError(
+        'WORKER_CRASHED',
+        `job ${f.j} was taken ${count - 1} times by workers that died before answering; not retrying it`,
+      );
+      active.add(entryId);
+      void publish(entryId, f, errorResult(err, 0)).finally(() => {
+        active.delete(entryId);
+        wake?.();
+      });
+    }
+    return keep;
+  };
+
   // Heartbeat: re-claiming our own jobs resets their idle time, so long runs are not retaken.
   const heartbeat = setInterval(
     () => {
@@ -156,7 +204,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
             free,
           )) as [string, [string, string[] | null][]];
           if (claimed.length > 0) {
-            launch(claimed);
+            launch(await dropPoison(claimed));
             continue;
           }
         }

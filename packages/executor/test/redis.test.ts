@@ -1,6 +1,8 @@
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisExecutor } from '../src/redis-client.js';
 import { startWorker, type Worker } from '../src/redis-worker.js';
+import { serve } from '../src/serve.js';
 import { testRedis } from './redis-server.js';
 
 let redis: Awaited<ReturnType<typeof testRedis>>;
@@ -73,6 +75,64 @@ describe('distributed mode (Redis streams + consumer group)', () => {
       expect(r.error?.message).toMatch(/no worker answered/);
     } finally {
       await client.close();
+    }
+  });
+
+  it('answers a job that keeps killing its workers with sandbox_error instead of retrying forever', async () => {
+    const prefix = `${redis.prefix}poison:`;
+    const client = await new RedisExecutor({ redis: redis.url, prefix, lingerMs: 0 }).connect();
+    const { Redis } = await import('ioredis');
+    const ghost = new Redis(redis.url);
+    let worker: Worker | undefined;
+    try {
+      const call = client.run({ code: 'print("never runs")' });
+      await vi.waitFor(async () => expect(await ghost.xlen(`${prefix}jobs`)).toBe(1));
+      // Five workers took it and died: one delivery by read, then reclaims.
+      await ghost.xgroup('CREATE', `${prefix}jobs`, 'workers', '0', 'MKSTREAM');
+      const read = (await ghost.xreadgroup(
+        'GROUP',
+        'workers',
+        'ghost-0',
+        'COUNT',
+        1,
+        'STREAMS',
+        `${prefix}jobs`,
+        '>',
+      )) as [string, [string, string[]][]][];
+      const entryId = read[0]?.[1][0]?.[0] as string;
+      for (let i = 1; i <= 4; i++) await ghost.xclaim(`${prefix}jobs`, 'workers', `ghost-${i}`, 0, entryId);
+      worker = await startWorker({ redis: redis.url, prefix, visibilityMs: 100, maxDeliveries: 5, pool });
+      const r = await call;
+      expect(r.status).toBe('sandbox_error');
+      expect(r.error?.code).toBe('WORKER_CRASHED');
+      expect(r.error?.message).toMatch(/taken 5 times by workers that died/);
+      expect(await client.run({ code: 'print("healthy")' })).toMatchObject({
+        status: 'ok',
+        stdout: 'healthy\n',
+      });
+    } finally {
+      ghost.disconnect();
+      await client.close();
+      await worker?.stop();
+    }
+  });
+
+  it('an HTTP server started with --redis hands calls to the workers', async () => {
+    const prefix = `${redis.prefix}front:`;
+    const worker = await startWorker({ redis: redis.url, prefix, pool });
+    const server = await serve({ port: 0, redis: redis.url, prefix });
+    try {
+      const res = await request(`${server.url}/run/long-batch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'batch', submissions: [{ type: 'python', solution: 'print(3 * 3)' }] }),
+      });
+      const body = (await res.body.json()) as { results: { stdout: string; success: boolean }[] };
+      expect(body.results[0]).toMatchObject({ stdout: '9\n', success: true });
+      expect(await (await request(`${server.url}/health`)).body.json()).toMatchObject({ mode: 'redis' });
+    } finally {
+      await server.close();
+      await worker.stop();
     }
   });
 });
