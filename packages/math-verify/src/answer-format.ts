@@ -1,5 +1,6 @@
 import { Deadline } from './deadline.js';
 import { findBoxes } from './extract/boxed.js';
+import { answerTags } from './extract/extract.js';
 import { LIMITS } from './limits.js';
 
 export interface AnswerFormat {
@@ -24,7 +25,7 @@ export function answerFormat(response: string): AnswerFormat {
   } catch {
     boxes = 0;
   }
-  const tags = (text.match(/<answer>[\s\S]*?<\/answer>/gi) ?? []).length;
+  const tags = answerTags(text).length;
   const n = boxes + tags;
   return { boxes, tags, kind: n === 0 ? 'none' : n === 1 ? 'one' : 'many' };
 }

@@ -15,6 +15,8 @@ export interface Answer {
 }
 
 export function parseCandidate(text: string, deadline: Deadline, plain?: string): Node | null {
+  // never normalise (or parse) an unbounded string: the cap is what keeps every regex cheap
+  if (text.length > LIMITS.maxAnswerChars) return null;
   try {
     if (plain !== undefined) {
       const node = parseLatex(plain, deadline);

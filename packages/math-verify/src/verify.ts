@@ -4,6 +4,7 @@ import { answersEqual } from './compare/compare.js';
 import { DEFAULT_VERIFY_OPTIONS, resolveOptions, type VerifyOptions } from './config.js';
 import { Deadline, DeadlineExceeded } from './deadline.js';
 import { canonicalString } from './latex/normalize.js';
+import { LIMITS } from './limits.js';
 
 /**
  * Why a verdict came out as it did:
@@ -33,6 +34,12 @@ export interface VerifyResult {
   reason: VerifyReason;
 }
 
+/** Same answer text after normalisation; over-long answers are compared as written. */
+function sameText(a: string, b: string): boolean {
+  if (a.length > LIMITS.maxAnswerChars || b.length > LIMITS.maxAnswerChars) return a.trim() === b.trim();
+  return canonicalString(a) === canonicalString(b);
+}
+
 /**
  * Is the final answer of `response` mathematically equal to `gold`? Never throws and never runs
  * much past `timeoutMs` (see README, "Time budget"): a reward of 1 for `correct`, 0 otherwise.
@@ -48,8 +55,7 @@ export function verify(gold: string, response: string, opts?: Partial<VerifyOpti
     if (!pred) return { correct: false, extracted: null, reason: 'no-answer' };
     const g = goldAnswer(gold, deadline, o.goldIsAnswer);
     if (!g) return { correct: false, extracted: pred.raw, reason: 'gold-unreadable' };
-    if (canonicalString(g.raw) === canonicalString(pred.raw))
-      return { correct: true, extracted: pred.raw, reason: 'string-match' };
+    if (sameText(g.raw, pred.raw)) return { correct: true, extracted: pred.raw, reason: 'string-match' };
     if (g.node && pred.node) {
       const same = answersEqual(g.node, pred.node, { deadline, allowSetRelation: o.allowSetRelation });
       return { correct: same, extracted: pred.raw, reason: same ? 'equal' : 'not-equal' };

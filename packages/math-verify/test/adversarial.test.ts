@@ -41,6 +41,11 @@ describe('adversarial inputs return false within the budget', () => {
     ['many ± signs', `\\boxed{${'1\\pm '.repeat(100)}1}`],
     ['a 5000-cell matrix', `\\boxed{\\begin{pmatrix}${'1&'.repeat(5_000)}1\\end{pmatrix}}`],
     ['a 2 MB response', `${'x'.repeat(2_000_000)}\\boxed{3}`],
+    ['a long run of dots and commas in a number', `1${'.,'.repeat(12_000)}1`],
+    ['20 000 digits in parentheses', `(${'1'.repeat(20_000)})`],
+    ['3000 open answer tags', '<answer>'.repeat(3_000)],
+    ['whitespace runs around "and"', `\\boxed{1${' '.repeat(1_000)}and${' '.repeat(1_000)}2}`],
+    ['digits before \\overline', `\\boxed{${'1'.repeat(1_100)}\\overline{3}}`],
   ];
 
   it.each(cases)('%s', (_name, response) => {
@@ -64,5 +69,57 @@ describe('adversarial inputs return false within the budget', () => {
   it('overflow is not infinity: a power tower is only equal to itself as written', () => {
     expect(verify('10^{10^{10}}', '\\boxed{10^{10^{10}} + 1}').correct).toBe(false);
     expect(verify('10^{10^{10}}', '\\boxed{10^{10^{10}}}').correct).toBe(true);
+  });
+});
+
+describe('long repetitions of every special token stay linear', () => {
+  const units = [
+    '1',
+    ' ',
+    '. ',
+    '1,',
+    '1.',
+    '1 ',
+    '1+',
+    '1\n',
+    '$',
+    '$$',
+    '\\',
+    '{',
+    '}',
+    '(',
+    ')',
+    '^',
+    '\\frac',
+    '\\boxed{',
+    'answer: ',
+    'final answer is ',
+    '\\text{',
+    '\\left(',
+    ' and ',
+    '$1$ and ',
+    '\\boxed{1} and ',
+    '\\(',
+    '\\[',
+    '<answer>',
+    '\\overline{',
+    '9,999,',
+    '1 000 ',
+    '%',
+  ];
+  it.each(units)('%j × 24 000 characters, as response and as gold', (unit) => {
+    const long = unit.repeat(Math.ceil(24_000 / unit.length)).slice(0, 24_000);
+    for (const [gold, response] of [
+      ['1', long],
+      [long, '\\boxed{1}'],
+      ['1', `\\boxed{${long.slice(0, 1_100)}}`],
+    ] as const) {
+      const ms = [0, 1, 2, 3, 4].map(() => {
+        const t0 = performance.now();
+        verify(gold, response, { timeoutMs: BUDGET_MS });
+        return performance.now() - t0;
+      });
+      expect(Math.min(...ms)).toBeLessThan(BUDGET_MS);
+    }
   });
 });

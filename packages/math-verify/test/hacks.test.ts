@@ -9,6 +9,7 @@ describe('anti-reward-hack asymmetries', () => {
     ['2', '$\\boxed{1}$, $\\boxed{2}$', 'boxes separated by a comma'],
     ['2', '\\boxed{\\{2, 3\\}}', 'a set holding the answer'],
     ['2', '\\boxed{1 \\pm 1}', 'a ± that covers the answer'],
+    ['2', '\\boxed{\\pm 2}', 'a ± of the answer'],
     ['x \\in [-2,7]', '\\boxed{-2 \\le x \\le 7}', 'an inequality for an interval gold'],
     ['3', '\\boxed{x}', 'a free variable'],
     ['3', '\\boxed{5 \\approx 3}', 'an approximation after a wrong exact value'],

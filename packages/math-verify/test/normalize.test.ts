@@ -27,6 +27,8 @@ describe('normalizeAnswer', () => {
     ['.5.', '.5'],
     ['\\\\frac{1}{2}', '\\frac{1}{2}'],
     ['a\u0000b', 'a b'],
+    ['0.\\overline{3}', '(\\frac{3}{9})'],
+    ['1.2\\overline{45}', '(\\frac{1233}{990})'],
   ])('%j → %j', (input, output) => {
     expect(normalizeAnswer(input)).toBe(output);
   });
@@ -71,6 +73,16 @@ describe('verify: normalisations', () => {
     ['\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}', '\\boxed{\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}}'],
     ['5', '<answer>5</answer>'],
     ['1', 'I think it is $\\frac{2}{2}$.'],
+    ['0.\\overline{3}', '\\boxed{\\frac13}'],
+    ['\\{-2, 2\\}', '\\boxed{\\pm 2}'],
+    ['\\pm 2', '\\boxed{-2, 2}'],
+    ['11\\frac{1}{4}', '\\boxed{\\frac{45}{4}}'],
+    ['(-\\infty,-2)\\cup(3,\\infty)', '\\boxed{(3,\\infty)\\cup(-\\infty,-2)}'],
+    ['(2, -1)', '\\boxed{(x, y) = (2, -1)}'],
+    ['\\sqrt[3]{2}', '\\boxed{2^{1/3}}'],
+    ['x^2 + 7x + 10', '\\boxed{(x+2)(x+5)}'],
+    ['C', 'The answer is \\boxed{\\text{(C)}}'],
+    ['3 \\times 10^{5}', '\\boxed{300000}'],
   ])('%j accepts %j', (gold, response) => {
     expect(verify(gold, response, { timeoutMs: 1_000 })).toMatchObject({ correct: true });
   });

@@ -241,10 +241,9 @@ function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
       );
     return false;
   }
-  if (gold.k === 'list' || gold.k === 'set') {
-    if (pred.k !== 'list' && pred.k !== 'set') return false;
-    return sameSet(items(gold), items(pred), o);
-  }
+  // x = \pm 2 is the two-element answer {-2, 2}, in either direction
+  const isMulti = (n: Node) => n.k === 'list' || n.k === 'set' || expandPm(n).length > 1;
+  if (isMulti(gold) && isMulti(pred)) return sameSet(items(gold), items(pred), o);
   // A single gold answer is never matched by a list of candidates.
   return false;
 }

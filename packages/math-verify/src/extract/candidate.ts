@@ -12,6 +12,11 @@ export interface Candidate {
 
 /** "28 %", "$28$ percent", "\boxed{28}\%": a percent sign or word right after a span. */
 export function percentAfter(text: string, end: number): number {
+  // cheap pre-check on the next non-space character before any regex work
+  let i = end;
+  while (i < end + 4 && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 10)) i++;
+  const c = text[i];
+  if (c !== '%' && c !== '\\' && c !== '$' && c !== 'p' && c !== 'P') return 0;
   const m = /^\s{0,3}(?:\$\s{0,3}|\\\)\s{0,3})?(?:\\?%|percentage\b|percent\b|pct\b)/i.exec(
     text.slice(end, end + 24),
   );

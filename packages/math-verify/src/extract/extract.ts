@@ -31,15 +31,10 @@ export function candidateTiers(response: string, deadline: Deadline): Candidate[
   const tier0: Candidate[] = [];
   const lastBox = boxed[0];
   if (lastBox) tier0.push(lastBox);
-  for (const m of text.matchAll(/<answer>([\s\S]{0,2000}?)<\/answer>/gi)) {
-    const inner = (m[1] ?? '').trim();
-    if (inner && !/\\(?:boxed|fbox)\s*\{/.test(inner))
-      tier0.push({
-        text: inner.replace(/^\$+|\$+$/g, ''),
-        start: m.index ?? 0,
-        end: (m.index ?? 0) + m[0].length,
-        kind: 'tag',
-      });
+  for (const tag of answerTags(text)) {
+    const inner = tag.inner.trim();
+    if (inner && inner.length <= LIMITS.maxAnswerChars && !/\\(?:boxed|fbox)\s*\{/.test(inner))
+      tier0.push({ text: inner.replace(/^\$+|\$+$/g, ''), start: tag.start, end: tag.end, kind: 'tag' });
   }
   tier0.push(...anchored(text, all, /final answer is\s*:?\s*/gi, 0, deadline, /^\s?\.?\s?I hope/i));
   const tier50 = anchored(text, all, /final answer[\s\S]{0,100}?\s+is\s*:?\s*/gi, 0, deadline);
@@ -100,4 +95,22 @@ function firstStartingIn(all: Candidate[], lo: number, hi: number): Candidate | 
   for (let k = a + 1; k < all.length && (all[k] as Candidate).start === c.start; k++)
     if ((all[k] as Candidate).end > best.end) best = all[k] as Candidate;
   return best;
+}
+
+/** `<answer>…</answer>` spans, found with indexOf so a flood of open tags stays linear. */
+export function answerTags(text: string): { inner: string; start: number; end: number }[] {
+  const out: { inner: string; start: number; end: number }[] = [];
+  const lower = text.toLowerCase();
+  let from = 0;
+  for (;;) {
+    const open = lower.indexOf('<answer>', from);
+    if (open < 0) break;
+    const close = lower.indexOf('</answer>', open + 8);
+    if (close < 0) break;
+    // the last opening tag before the close owns it
+    const inner = lower.lastIndexOf('<answer>', close);
+    out.push({ inner: text.slice(inner + 8, close), start: inner, end: close + 9 });
+    from = close + 9;
+  }
+  return out;
 }

@@ -6,7 +6,7 @@ import { type Candidate, percentAfter } from './candidate.js';
  * operators that start after a space, "=", a currency sign or the start of the text, so "AZYUK2A"
  * holds no answer. One global regex without nested ambiguity: linear.
  */
-const RUN = /(?<=^|[\s=$€£¥₹:(])-?[\d.(][\d.,()+\-*/^×÷]*(?: [\d(+\-*/^×÷][\d.,()+\-*/^×÷]*)*/g;
+const RUN = /(?<=^|[\s=$€£¥₹:(])-?\(?-?\.?\d[\d.,()+\-*/^×÷]*(?: [\d(+\-*/^×÷][\d.,()+\-*/^×÷]*)*/g;
 
 const THOUSANDS = /^(-?)([1-9]\d{0,2})((?:([ ,])\d{3})(?:\4\d{3})*)(\.\d+)?$/;
 const DECIMAL_COMMA = /^(-?\d+),(\d+)$/;
@@ -14,6 +14,7 @@ const PLAIN = /^-?(?:\d+(?:\.\d+)?|\.\d+)$/;
 
 /** A canonical number for the plain forms, or null when the run is an expression. */
 export function plainNumber(run: string): string | null {
+  if (isDigits(run)) return run;
   const t = THOUSANDS.exec(run);
   if (t) return `${t[1]}${t[2]}${(t[3] ?? '').replace(/[ ,]/g, '')}${t[5] ?? ''}`;
   const d = DECIMAL_COMMA.exec(run);
@@ -22,11 +23,22 @@ export function plainNumber(run: string): string | null {
   return null;
 }
 
+function isDigits(s: string): boolean {
+  if (s.length === 0) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
 function trimRun(run: string): string {
-  let s = run.replace(/[\s.,]+$/, '').replace(/[+\-*/^×÷(\s]+$/, '');
+  if (isDigits(run)) return run; // the common case, without regex work
+  // the lookbehinds keep these linear on long runs of dots or operators
+  let s = run.replace(/(?<![\s.,])[\s.,]+$/, '').replace(/(?<![+\-*/^×÷(\s])[+\-*/^×÷(\s]+$/, '');
   // drop unbalanced parentheses at the ends
   const count = (ch: string) => s.split(ch).length - 1;
-  while (s.endsWith(')') && count(')') > count('(')) s = s.slice(0, -1).replace(/[\s.,]+$/, '');
+  while (s.endsWith(')') && count(')') > count('(')) s = s.slice(0, -1).replace(/(?<![\s.,])[\s.,]+$/, '');
   while (s.startsWith('(') && count('(') > count(')')) s = s.slice(1);
   return s;
 }
@@ -64,7 +76,7 @@ export function plainCandidates(
       continue;
     }
     // "8, 30, 45": the last number of the run
-    const last = /(-?\d+(?:\.\d+)?)$/.exec(raw);
+    const last = /(?<![\d.])(-?\d+(?:\.\d+)?)$/.exec(raw);
     if (last)
       out.push({ text: last[1] as string, start: end - (last[1] as string).length, end, kind: 'plain' });
   }

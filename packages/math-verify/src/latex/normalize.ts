@@ -5,7 +5,16 @@ import { PERCENT_WORDS, UNIT_AFTER_NUMBER } from './units.js';
  * degrees, thousands separators, percent words, unit words, mixed numbers, "and"/"or" between
  * answers. Each rule is a single linear regex pass over a bounded string.
  */
-const RULES: [RegExp, string][] = [
+/** 0.\overline{3} = 1/3, 1.2\overline{45}: a repeating decimal as an exact fraction. */
+function repeating(_m: string, int: string, fixed: string, rep: string): string {
+  const den = (10n ** BigInt(rep.length) - 1n) * 10n ** BigInt(fixed.length);
+  const num = BigInt(`${int || '0'}${fixed}${rep}`) - BigInt(`${int || '0'}${fixed}`);
+  return `(\\frac{${num}}{${den}})`;
+}
+
+// Every rule is linear on its own: a repeated subpattern that could start at each character of a
+// long run is pinned by a lookbehind (one start per run), and inputs are capped (LIMITS.maxAnswerChars).
+const RULES: [RegExp, string | ((...a: string[]) => string)][] = [
   // control characters (a tab from a broken "\t" escape, NUL...) carry no maths
   [/(?![\n\t])\p{Cc}/gu, ' '],
   // a doubled backslash before a command is an escaping accident (\\frac), not a line break
@@ -14,6 +23,7 @@ const RULES: [RegExp, string][] = [
   [/\\\$/g, ''],
   [/\$/g, ' '],
   [/\\(?:dfrac|tfrac|cfrac)(?![A-Za-z])/g, '\\frac'],
+  [/(?<!\d)(\d*)\.(\d*)\\overline\s*\{(\d+)\}/g, repeating],
   [/\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°|\\degree(?![A-Za-z])/g, ''],
   [/\^\s*\{\s*\\prime\s*\}|\^\s*\\prime/g, "'"],
   // 14{,}916 and 11,\!111,\!100: thousands separators
@@ -27,15 +37,16 @@ const RULES: [RegExp, string][] = [
   // 3\frac{1}{2} is a mixed number, not a product
   [/(?<![\d.}^_])(\d+)\s*\\frac\s*\{(\d+)\}\s*\{(\d+)\}/g, '($1+\\frac{$2}{$3})'],
   [/(?<![\d.}^_])(\d+)\s*\\frac\s*(\d)(\d)(?!\d)/g, '($1+\\frac{$2}{$3})'],
-  [/\s+(?:and|or)\s+/gi, ' , '],
+  [/(?<!\s)\s+(?:and|or)\s+/gi, ' , '],
   [/\)\s*(?:and|or)\s*\(/g, '),('],
-  [/^(?:[\s,;:]|\.(?!\d))+|[\s.,;:]+$/g, ''],
+  [/^(?:[\s,;:]|\.(?!\d))+|(?<![\s.,;:])[\s.,;:]+$/g, ''],
 ];
 
 export function normalizeAnswer(input: string): string {
   let s = input;
   for (const [re, to] of RULES) {
     if (to === '$1$2:THOUSANDS') s = s.replace(re, (_m, a: string, b: string) => a + b.replace(/,/g, ''));
+    else if (typeof to === 'function') s = s.replace(re, to);
     else s = s.replace(re, to);
   }
   return s;
