@@ -12,8 +12,9 @@ namespace agentrl::kernels::cpu {
 #pragma omp declare simd
 static inline float FastExp(float x) {
   // Cephes expf: x = n ln2 + r, |r| <= ln2/2, e^r by a degree-6 polynomial, 2^n from the exponent bits.
-  // About 1 ulp on [-87, 88]; below -87.3 (and for -inf) it returns exactly 0.
-  float xc = x < -87.3f ? -87.3f : (x > 88.f ? 88.f : x);
+  // About 1 ulp on [-87.3, 0], the only range the kernels use (z - max <= 0): no overflow clamp.
+  // Below -87.3 (and for -inf) it returns exactly 0; NaN stays NaN.
+  float xc = x < -87.3f ? -87.3f : x;
   const float shifter = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer in the low mantissa bits
   float t = xc * 1.44269504088896341f + shifter;
   float n = t - shifter;
@@ -49,23 +50,53 @@ struct RowStat {
  * sum of exp(z - max) (and of exp * z for the entropy); chunks merge by the online-softmax rescale.
  * Probabilities are never stored.
  */
-inline RowStat RowStats(const float* row, int64_t V, float inv_tau, int32_t target, bool want_entropy) {
-  constexpr int64_t kChunk = 2048;
+constexpr int64_t kChunk = 2048;
+
+/**
+ * With `park` (the row's dlogits, which may alias `row`), each exp(z - chunk max) is also stored
+ * there and the chunk max goes to chunk_max[c]: RowGradParked then needs one multiply per logit
+ * instead of re-reading the logits and a second exp. Nothing beyond the output row is written.
+ */
+inline RowStat RowStats(const float* row, int64_t V, float inv_tau, int32_t target, bool want_entropy,
+                        float* park = nullptr, float* chunk_max = nullptr) {
+  const float target_z = row[target] * inv_tau;  // read first: `park` may overwrite the row
+  // NaN and +inf need no test of their own: either makes some exp(z - max) NaN (inf - inf for
+  // +inf), so the sum is not finite; an all -inf row leaves the max at -inf. Keeping the max loop a
+  // bare reduction lets it stay in registers.
   float m = -INFINITY;
   double s = 0, u = 0;
-  int bad = 0;
   for (int64_t c0 = 0; c0 < V; c0 += kChunk) {
     int64_t c1 = c0 + kChunk < V ? c0 + kChunk : V;
     float cm = -INFINITY;
-#pragma omp simd reduction(max : cm) reduction(| : bad)
+#pragma omp simd reduction(max : cm)
     for (int64_t j = c0; j < c1; ++j) {
       float z = row[j] * inv_tau;
-      bad |= !(z <= FLT_MAX);  // NaN or +inf
       cm = z > cm ? z : cm;
     }
-    if (cm == -INFINITY) continue;  // an all -inf chunk adds nothing
+    if (cm != cm) cm = INFINITY;  // (max may have dropped a NaN; any non-finite cm marks the row bad)
+    if (park) chunk_max[c0 / kChunk] = cm;
+    if (cm == -INFINITY) {  // an all -inf chunk adds nothing
+      if (park) std::memset(park + c0, 0, sizeof(float) * (c1 - c0));
+      continue;
+    }
     float cs = 0, cu = 0;
-    if (want_entropy) {
+    if (park && want_entropy) {
+#pragma omp simd reduction(+ : cs, cu)
+      for (int64_t j = c0; j < c1; ++j) {
+        float z = row[j] * inv_tau;
+        float e = FastExp(z - cm);
+        park[j] = e;
+        cs += e;
+        cu += e == 0.f ? 0.f : e * (z - cm);
+      }
+    } else if (park) {
+#pragma omp simd reduction(+ : cs)
+      for (int64_t j = c0; j < c1; ++j) {
+        float e = FastExp(row[j] * inv_tau - cm);
+        park[j] = e;
+        cs += e;
+      }
+    } else if (want_entropy) {
 #pragma omp simd reduction(+ : cs, cu)
       for (int64_t j = c0; j < c1; ++j) {
         float z = row[j] * inv_tau;
@@ -92,10 +123,10 @@ inline RowStat RowStats(const float* row, int64_t V, float inv_tau, int32_t targ
     }
   }
   RowStat out{};
-  out.bad = bad != 0 || m == -INFINITY;
+  out.bad = m == -INFINITY || !std::isfinite(s) || !std::isfinite(m);
   out.max = m;
   out.log_s = static_cast<float>(std::log(s));
-  out.logp = static_cast<float>(static_cast<double>(row[target] * inv_tau - m) - std::log(s));
+  out.logp = static_cast<float>(static_cast<double>(target_z - m) - std::log(s));
   // H = log Z - Σ p z = log s - Σ p (z - m) = log s - u / s
   out.entropy = want_entropy ? static_cast<float>(std::log(s) - u / s) : NAN;
   return out;
@@ -111,6 +142,25 @@ inline void RowGrad(const float* row, float* out, int64_t V, float inv_tau, floa
   float neg = -g_over_tau;
 #pragma omp simd
   for (int64_t j = 0; j < V; ++j) out[j] = neg * FastExp((row[j] * inv_tau - max) - log_s);
+  out[target] += g_over_tau;
+}
+
+/** dlogits from a row parked by RowStats: g/τ (onehot - e * exp(chunk max - max - log s)). */
+inline void RowGradParked(float* out, int64_t V, const float* chunk_max, float max, float log_s, float g_over_tau,
+                          int32_t target) {
+  if (g_over_tau == 0.f) {
+    std::memset(out, 0, sizeof(float) * V);
+    return;
+  }
+  for (int64_t c0 = 0; c0 < V; c0 += kChunk) {
+    int64_t c1 = c0 + kChunk < V ? c0 + kChunk : V;
+    const float cm = chunk_max[c0 / kChunk];
+    // exp((cm - max) - log s): the chunk's share of 1/Z, in double so tiny shares do not round
+    const float k = cm == -INFINITY ? 0.f
+                                    : static_cast<float>(-g_over_tau * std::exp(static_cast<double>(cm - max) - log_s));
+#pragma omp simd
+    for (int64_t j = c0; j < c1; ++j) out[j] *= k;
+  }
   out[target] += g_over_tau;
 }
 
