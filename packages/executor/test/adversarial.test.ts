@@ -30,7 +30,7 @@ describe('adversarial code', () => {
     const r = await hostile({ code: 'import os\nwhile True:\n    os.fork()' });
     expect(r.status).toBe('runtime_error');
     expect(r.stderr).toContain('BlockingIOError: [Errno 11] Resource temporarily unavailable');
-    expect(r.wallMs).toBeLessThan(3000);
+    expect(r.wallMs).toBeLessThan(4000); // ended by the limit, not by the wall clock
   });
 
   it('memory bomb: memory_exceeded', async () => {
