@@ -57,6 +57,7 @@ export class RedisExecutor implements Executor {
   private runId: string | undefined;
   private closed = false;
   private readLoop: Promise<void> | undefined;
+  private epochCheck: Promise<void> = Promise.resolve();
   /** Jobs resubmitted because Redis lost them (restart without persistence). */
   resubmitted = 0;
   /** Answers that arrived for a job already answered (re-runs), dropped. */
@@ -178,7 +179,13 @@ export class RedisExecutor implements Executor {
   }
 
   /** A different run_id means Redis restarted: what it held is gone, so resubmit what is unanswered. */
-  private async checkEpoch(): Promise<void> {
+  private checkEpoch(): Promise<void> {
+    // Both connections report 'ready' after a restart: serialise, so the jobs are resubmitted once.
+    this.epochCheck = this.epochCheck.then(() => this.compareRunId());
+    return this.epochCheck;
+  }
+
+  private async compareRunId(): Promise<void> {
     try {
       const info = await this.cmd.info('server');
       const runId = /run_id:(\w+)/.exec(info)?.[1];
