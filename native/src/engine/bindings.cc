@@ -14,6 +14,9 @@
 #endif
 
 namespace agentrl::engine {
+
+void InitEngineBench(Napi::Env env, Napi::Object exports);  // bench.cc
+
 namespace {
 
 using ModelPtr = std::shared_ptr<Model>;
@@ -221,6 +224,7 @@ void InitEngine(Napi::Env env, Napi::Object exports) {
   exports.Set("extend", Napi::Function::New(env, Guard<Extend>, "extend"));
   exports.Set("setThreads", Napi::Function::New(env, Guard<SetThreads>, "setThreads"));
   exports.Set("backend", Napi::String::New(env, "cpu"));
+  InitEngineBench(env, exports);
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+import type * as TF from '@tensorflow/tfjs-core';
 import { describe, expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import type { ModelConfigInput } from '../src/config.js';
@@ -66,9 +67,9 @@ function perturb(model: Model, seed: number): void {
 
 let scope = 0;
 /** tfjs variables of the model's parameters, keyed by HF name (tfjs names must be unique per run). */
-function variables(model: Model): { P: Record<string, tf.Variable>; key: (name: string) => string } {
+function variables(model: Model): { P: Record<string, TF.Variable>; key: (name: string) => string } {
   const prefix = `s${scope++}/`;
-  const P: Record<string, tf.Variable> = {};
+  const P: Record<string, TF.Variable> = {};
   for (const p of model.parameters())
     P[p.name] = tf.variable(tf.tensor(Array.from(p.data), p.shape), true, prefix + p.name);
   return { P, key: (name) => prefix + name };
@@ -145,7 +146,7 @@ describe('native engine vs an independent tfjs-core model', () => {
             referenceForward(model.shape, P, Array.from(batch.tokenIds), Array.from(batch.cuSeqlens)).hidden,
             R,
           ),
-        ) as tf.Scalar,
+        ) as TF.Scalar,
     );
     model.zeroGrad();
     const dLmHead = new Float32Array(model.shape.vocab * model.shape.hidden).fill(0.5);

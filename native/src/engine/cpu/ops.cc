@@ -1,6 +1,8 @@
-// Straightforward, vectorisable loops: these kernels are O(T*H) or O(L^2*d) and sit far below the
-// GEMMs in the profile for the sequence lengths this engine trains on (hundreds to a few thousand).
+// Norms and RoPE are plain vectorisable loops (O(T*H), far below the GEMMs in the profile); causal
+// attention runs its per-block products on the packed SGEMM (see AttentionForward).
 #include "engine/cpu/ops.h"
+
+#include "engine/cpu/sgemm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -85,7 +87,7 @@ inline float Dot(const float* a, const float* b, int n) {
   return s;
 }
 
-inline void Axpy(float alpha, const float* x, float* y, int n) {
+[[maybe_unused]] inline void Axpy(float alpha, const float* x, float* y, int n) {
 #pragma omp simd
   for (int i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
@@ -103,6 +105,12 @@ bool WorthParallel(const int32_t* cu, int num_seqs, const AttnShape& s) {
 
 }  // namespace
 
+// Causal attention runs on the packed GEMM, a block of query rows at a time: S = scale * Q K^T only
+// for the key columns a block can see (skipping most of the masked upper triangle), a row softmax,
+// then O = P V. The backward recomputes P from the saved log-sum-exp (nothing L x L is kept) and
+// forms dP = dO V^T, dS = P * (dP - rowsum(dO * O)), dQ = dS K, dK += dS^T Q, dV += P^T dO.
+constexpr int kAttnBlock = 64;
+
 void AttentionForward(const float* q, const float* k, const float* v, float* out, float* lse, const int32_t* cu,
                       int num_seqs, int total, const AttnShape& s) {
   const int d = s.head_dim;
@@ -112,7 +120,7 @@ void AttentionForward(const float* q, const float* k, const float* v, float* out
   const int tasks = num_seqs * s.heads;
 #pragma omp parallel if (WorthParallel(cu, num_seqs, s))
   {
-    std::vector<float> p;
+    std::vector<float> sc;
 #pragma omp for schedule(dynamic, 1)
     for (int task = 0; task < tasks; ++task) {
       const int seq = task / s.heads;
@@ -120,25 +128,33 @@ void AttentionForward(const float* q, const float* k, const float* v, float* out
       const int g = h / group;
       const int begin = cu[seq];
       const int len = cu[seq + 1] - begin;
-      if (static_cast<int>(p.size()) < len) p.resize(len);
-      for (int i = 0; i < len; ++i) {
-        const float* qi = q + static_cast<size_t>(begin + i) * qs + h * d;
-        float mx = -INFINITY;
-        for (int j = 0; j <= i; ++j) {
-          const float sc = s.scale * Dot(qi, k + static_cast<size_t>(begin + j) * ks + g * d, d);
-          p[j] = sc;
-          mx = std::max(mx, sc);
+      const float* qh = q + static_cast<size_t>(begin) * qs + h * d;
+      const float* kg = k + static_cast<size_t>(begin) * ks + g * d;
+      const float* vg = v + static_cast<size_t>(begin) * ks + g * d;
+      float* oh = out + static_cast<size_t>(begin) * qs + h * d;
+      for (int i0 = 0; i0 < len; i0 += kAttnBlock) {
+        const int rows = std::min(kAttnBlock, len - i0);
+        const int cols = i0 + rows;
+        if (sc.size() < static_cast<size_t>(rows) * cols) sc.resize(static_cast<size_t>(rows) * cols);
+        SgemmSerial(false, true, rows, cols, d, s.scale, qh + static_cast<size_t>(i0) * qs, qs, kg, ks, 0.0f,
+                    sc.data(), cols);
+        for (int r = 0; r < rows; ++r) {
+          float* row = sc.data() + static_cast<size_t>(r) * cols;
+          const int n = i0 + r + 1;
+          float mx = -INFINITY;
+          for (int j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+          float sum = 0.0f;
+          for (int j = 0; j < n; ++j) {
+            row[j] = std::exp(row[j] - mx);
+            sum += row[j];
+          }
+          const float inv = 1.0f / sum;
+          for (int j = 0; j < n; ++j) row[j] *= inv;
+          for (int j = n; j < cols; ++j) row[j] = 0.0f;
+          lse[static_cast<size_t>(h) * total + begin + i0 + r] = mx + std::log(sum);
         }
-        float sum = 0.0f;
-        for (int j = 0; j <= i; ++j) {
-          p[j] = std::exp(p[j] - mx);
-          sum += p[j];
-        }
-        float* oi = out + static_cast<size_t>(begin + i) * qs + h * d;
-        std::memset(oi, 0, sizeof(float) * d);
-        const float inv = 1.0f / sum;
-        for (int j = 0; j <= i; ++j) Axpy(p[j] * inv, v + static_cast<size_t>(begin + j) * ks + g * d, oi, d);
-        lse[static_cast<size_t>(h) * total + begin + i] = mx + std::log(sum);
+        SgemmSerial(false, false, rows, d, cols, 1.0f, sc.data(), cols, vg, ks, 0.0f, oh + static_cast<size_t>(i0) * qs,
+                    qs);
       }
     }
   }
@@ -155,37 +171,55 @@ void AttentionBackward(const float* q, const float* k, const float* v, const flo
   // One task owns one (sequence, kv head): it is the only writer of those dk/dv rows.
 #pragma omp parallel if (WorthParallel(cu, num_seqs, s))
   {
-    std::vector<float> ds;
+    std::vector<float> p, dp;
 #pragma omp for schedule(dynamic, 1)
     for (int task = 0; task < tasks; ++task) {
       const int seq = task / s.kv_heads;
       const int g = task % s.kv_heads;
       const int begin = cu[seq];
       const int len = cu[seq + 1] - begin;
-      if (static_cast<int>(ds.size()) < len) ds.resize(len);
+      const float* kg = k + static_cast<size_t>(begin) * ks + g * d;
+      const float* vg = v + static_cast<size_t>(begin) * ks + g * d;
+      float* dkg = dk + static_cast<size_t>(begin) * ks + g * d;
+      float* dvg = dv + static_cast<size_t>(begin) * ks + g * d;
       for (int j = 0; j < len; ++j) {
-        std::memset(dk + static_cast<size_t>(begin + j) * ks + g * d, 0, sizeof(float) * d);
-        std::memset(dv + static_cast<size_t>(begin + j) * ks + g * d, 0, sizeof(float) * d);
+        std::memset(dkg + static_cast<size_t>(j) * ks, 0, sizeof(float) * d);
+        std::memset(dvg + static_cast<size_t>(j) * ks, 0, sizeof(float) * d);
       }
       for (int h = g * group; h < (g + 1) * group; ++h) {
-        for (int i = 0; i < len; ++i) {
-          const size_t row = static_cast<size_t>(begin + i);
-          const float* qi = q + row * qs + h * d;
-          const float* doi = dout + row * qs + h * d;
-          const float l = lse[static_cast<size_t>(h) * total + begin + i];
-          const float di = Dot(doi, out + row * qs + h * d, d);
-          float* dqi = dq + row * qs + h * d;
-          std::memset(dqi, 0, sizeof(float) * d);
-          for (int j = 0; j <= i; ++j) {
-            const float* kj = k + static_cast<size_t>(begin + j) * ks + g * d;
-            const float* vj = v + static_cast<size_t>(begin + j) * ks + g * d;
-            const float p = std::exp(s.scale * Dot(qi, kj, d) - l);
-            const float dp = Dot(doi, vj, d);
-            const float dsc = p * (dp - di) * s.scale;
-            Axpy(dsc, kj, dqi, d);
-            Axpy(dsc, qi, dk + static_cast<size_t>(begin + j) * ks + g * d, d);
-            Axpy(p, doi, dv + static_cast<size_t>(begin + j) * ks + g * d, d);
+        const float* qh = q + static_cast<size_t>(begin) * qs + h * d;
+        const float* oh = out + static_cast<size_t>(begin) * qs + h * d;
+        const float* doh = dout + static_cast<size_t>(begin) * qs + h * d;
+        float* dqh = dq + static_cast<size_t>(begin) * qs + h * d;
+        const float* lh = lse + static_cast<size_t>(h) * total + begin;
+        for (int i0 = 0; i0 < len; i0 += kAttnBlock) {
+          const int rows = std::min(kAttnBlock, len - i0);
+          const int cols = i0 + rows;
+          const size_t need = static_cast<size_t>(rows) * cols;
+          if (p.size() < need) {
+            p.resize(need);
+            dp.resize(need);
           }
+          const float* qb = qh + static_cast<size_t>(i0) * qs;
+          const float* dob = doh + static_cast<size_t>(i0) * qs;
+          SgemmSerial(false, true, rows, cols, d, s.scale, qb, qs, kg, ks, 0.0f, p.data(), cols);
+          SgemmSerial(false, true, rows, cols, d, 1.0f, dob, qs, vg, ks, 0.0f, dp.data(), cols);
+          for (int r = 0; r < rows; ++r) {
+            float* pr = p.data() + static_cast<size_t>(r) * cols;
+            float* dr = dp.data() + static_cast<size_t>(r) * cols;
+            const int n = i0 + r + 1;
+            const float l = lh[i0 + r];
+            const float di = Dot(dob + static_cast<size_t>(r) * qs, oh + static_cast<size_t>(i0 + r) * qs, d);
+            for (int j = 0; j < n; ++j) {
+              pr[j] = std::exp(pr[j] - l);
+              dr[j] = pr[j] * (dr[j] - di) * s.scale;
+            }
+            for (int j = n; j < cols; ++j) pr[j] = dr[j] = 0.0f;
+          }
+          SgemmSerial(false, false, rows, d, cols, 1.0f, dp.data(), cols, kg, ks, 0.0f,
+                      dqh + static_cast<size_t>(i0) * qs, qs);
+          SgemmSerial(true, false, cols, d, rows, 1.0f, dp.data(), cols, qb, qs, 1.0f, dkg, ks);
+          SgemmSerial(true, false, cols, d, rows, 1.0f, p.data(), cols, dob, qs, 1.0f, dvg, ks);
         }
       }
     }

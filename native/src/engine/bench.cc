@@ -1,0 +1,110 @@
+// Microbenchmarks the engine's benchmark reports against: the machine's fp32 FMA peak and the raw
+// SGEMM rate on given shapes, both over the same OpenMP threads the model uses.
+#include <napi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "engine/cpu/sgemm.h"
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+#if defined(AGENTRL_HAVE_OPENMP)
+#include <omp.h>
+#endif
+
+namespace agentrl::engine {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Independent FMA chains (more than ports x latency) on registers: the FMA-bound ceiling.
+double FmaKernel(long iters) {
+#if defined(__AVX512F__)
+  __m512 acc[16];
+  for (int j = 0; j < 16; ++j) acc[j] = _mm512_set1_ps(0.001f * j);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < 16; ++j) s = _mm512_add_ps(s, acc[j]);
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0];
+#else
+  float acc[16 * 8] = {0};
+  for (long i = 0; i < iters; ++i)
+    for (int j = 0; j < 16 * 8; ++j) acc[j] = acc[j] * 0.999999f + 1e-7f;
+  return acc[0];
+#endif
+}
+
+constexpr double kFlopsPerIter =
+#if defined(__AVX512F__)
+    16 * 16 * 2;
+#else
+    16 * 8 * 2;
+#endif
+
+// peakGflops(iters) -> { gflops, threads, isa }
+Napi::Value PeakGflops(const Napi::CallbackInfo& info) {
+  const long iters = static_cast<long>(info[0].As<Napi::Number>().Int64Value());
+  int threads = 1;
+  double sink = 0;
+  const double t0 = Now();
+#if defined(AGENTRL_HAVE_OPENMP)
+#pragma omp parallel reduction(+ : sink)
+  {
+#pragma omp single
+    threads = omp_get_num_threads();
+    sink += FmaKernel(iters);
+  }
+#else
+  sink += FmaKernel(iters);
+#endif
+  const double dt = Now() - t0;
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("gflops", kFlopsPerIter * iters * threads / dt / 1e9);
+  out.Set("threads", threads);
+  out.Set("sink", sink);
+#if defined(__AVX512F__)
+  out.Set("isa", "avx512");
+#else
+  out.Set("isa", "scalar/auto-vectorised");
+#endif
+  return out;
+}
+
+// gemmSeconds(m, n, k, transA, transB, reps) -> median seconds of one C = op(A) op(B).
+Napi::Value GemmSeconds(const Napi::CallbackInfo& info) {
+  const int m = info[0].As<Napi::Number>().Int32Value();
+  const int n = info[1].As<Napi::Number>().Int32Value();
+  const int k = info[2].As<Napi::Number>().Int32Value();
+  const bool ta = info[3].ToBoolean(), tb = info[4].ToBoolean();
+  const int reps = info[5].As<Napi::Number>().Int32Value();
+  std::vector<float> a(static_cast<size_t>(m) * k, 0.5f), b(static_cast<size_t>(k) * n, 0.25f), c(static_cast<size_t>(m) * n);
+  cpu::Sgemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(), n);
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = Now();
+    cpu::Sgemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(), n);
+    times.push_back(Now() - t0);
+  }
+  std::sort(times.begin(), times.end());
+  return Napi::Number::New(info.Env(), times[times.size() / 2]);
+}
+
+}  // namespace
+
+void InitEngineBench(Napi::Env env, Napi::Object exports) {
+  exports.Set("peakGflops", Napi::Function::New(env, PeakGflops, "peakGflops"));
+  exports.Set("gemmSeconds", Napi::Function::New(env, GemmSeconds, "gemmSeconds"));
+}
+
+}  // namespace agentrl::engine

@@ -1,0 +1,228 @@
+// pnpm --filter @agentrl/engine bench: training and sampling throughput of the native engine, as
+// ratios against the machine's FMA peak and an independent tfjs-core CPU model, measured in one run.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type * as TF from '@tensorflow/tfjs-core';
+import { it } from 'vitest';
+import { packSequences } from '../src/batch.js';
+import type { ModelConfigInput } from '../src/config.js';
+import { createGenerator } from '../src/generator.js';
+import { createModel, type Model } from '../src/model.js';
+import { engineBinding } from '../src/native.js';
+import { referenceCrossEntropy, referenceForward, tf } from '../test/tfjs-reference.js';
+
+it('engine benchmark', async () => {
+  const quick = process.env.ENGINE_BENCH_QUICK === '1';
+  const native = engineBinding() as ReturnType<typeof engineBinding> & {
+    peakGflops(iters: number): { gflops: number; threads: number; isa: string };
+    gemmSeconds(m: number, n: number, k: number, ta: boolean, tb: boolean, reps: number): number;
+  };
+
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+  const now = () => performance.now() / 1000;
+  const peaks: number[] = [];
+  const samplePeak = () => peaks.push(native.peakGflops(3e6).gflops);
+
+  const configs: Record<string, ModelConfigInput> = {
+    '10M': {
+      architectures: ['Qwen3ForCausalLM'],
+      vocab_size: 8192,
+      hidden_size: 384,
+      intermediate_size: 1024,
+      num_hidden_layers: 6,
+      num_attention_heads: 6,
+      num_key_value_heads: 2,
+      head_dim: 64,
+      tie_word_embeddings: true,
+      max_position_embeddings: 2048,
+    },
+    '100M': {
+      architectures: ['LlamaForCausalLM'],
+      vocab_size: 32000,
+      hidden_size: 768,
+      intermediate_size: 2048,
+      num_hidden_layers: 12,
+      num_attention_heads: 12,
+      num_key_value_heads: 4,
+      head_dim: 64,
+      tie_word_embeddings: true,
+      max_position_embeddings: 2048,
+    },
+  };
+
+  /** Matmul and attention FLOPs of one forward+backward over `seqLens` (backward = 2x forward). */
+  function trainFlops(model: Model, seqLens: number[]): { matmul: number; attention: number } {
+    const s = model.shape;
+    const perLayer =
+      s.hidden * (s.heads * s.headDim) * 2 +
+      s.hidden * (s.kvHeads * s.headDim) * 2 +
+      3 * s.hidden * s.intermediate;
+    const tokens = seqLens.reduce((a, b) => a + b, 0);
+    const matmul = 6 * tokens * (perLayer * s.layers + s.vocab * s.hidden);
+    const attention = 3 * s.layers * seqLens.reduce((a, L) => a + 2 * L * L * s.heads * s.headDim, 0);
+    return { matmul, attention };
+  }
+
+  function batchOf(vocab: number, seqs: number, len: number) {
+    const seqsArr = Array.from({ length: seqs }, (_, i) =>
+      Array.from({ length: len }, (_, t) => (i * 131 + t * 7) % vocab),
+    );
+    return packSequences(seqsArr);
+  }
+
+  function trainStep(model: Model, batch: ReturnType<typeof packSequences>): number {
+    const t0 = now();
+    model.sftLoss(batch, new Uint8Array(batch.tokenIds.length).fill(1));
+    model.zeroGrad();
+    return now() - t0;
+  }
+
+  const results: Record<string, unknown> = {};
+  samplePeak();
+
+  // Training throughput at ~10M and ~100M.
+  for (const [name, config] of Object.entries(configs)) {
+    const model = createModel(config, { seed: 1 });
+    const seqs = name === '10M' ? 4 : 2;
+    const len = 256;
+    const batch = batchOf(model.shape.vocab, seqs, len);
+    trainStep(model, batch);
+    const times: number[] = [];
+    const reps = quick ? 1 : 3;
+    for (let i = 0; i < reps; i++) {
+      samplePeak();
+      times.push(trainStep(model, batch));
+    }
+    const flops = trainFlops(model, new Array(seqs).fill(len));
+    const t = median(times);
+    results[`train_${name}`] = {
+      params: model.numParameters,
+      tokens: seqs * len,
+      seconds_per_step: t,
+      tokens_per_s: (seqs * len) / t,
+      gflops: (flops.matmul + flops.attention) / t / 1e9,
+      matmul_share_of_flops: flops.matmul / (flops.matmul + flops.attention),
+    };
+    console.log(
+      `train ${name} (${(model.numParameters / 1e6).toFixed(1)}M params, ${seqs}x${len} tokens): ${t.toFixed(3)} s/step, ${((seqs * len) / t).toFixed(0)} tokens/s, ${((flops.matmul + flops.attention) / t / 1e9).toFixed(1)} GFLOP/s`,
+    );
+  }
+
+  // The 100M config's GEMMs alone (T = 1024 tokens), forward and both backward products.
+  {
+    const T = 512;
+    const c = configs['100M'] as { hidden_size: number; intermediate_size: number; vocab_size: number };
+    const H = c.hidden_size;
+    const shapes: Array<[number, number]> = [
+      [H, 768],
+      [H, 256],
+      [H, 256],
+      [768, H],
+      [H, c.intermediate_size],
+      [H, c.intermediate_size],
+      [c.intermediate_size, H],
+    ];
+    let flops = 0;
+    let secs = 0;
+    for (const [inF, outF] of shapes) {
+      samplePeak();
+      secs += native.gemmSeconds(T, outF, inF, false, true, 3); // Y = X W^T
+      secs += native.gemmSeconds(T, inF, outF, false, false, 3); // dX = dY W
+      secs += native.gemmSeconds(outF, inF, T, true, false, 3); // dW = dY^T X
+      flops += 3 * 2 * T * inF * outF;
+    }
+    results.gemm_100M = { gflops: flops / secs / 1e9, tokens: T };
+    console.log(`100M-config GEMMs (T=${T}): ${(flops / secs / 1e9).toFixed(1)} GFLOP/s`);
+  }
+
+  // Against the tfjs-core CPU model: the same 10M model, the same batch, forward + backward.
+  {
+    await tf.setBackend('cpu');
+    const model = createModel(configs['10M'] as ModelConfigInput, { seed: 2 });
+    const seqs = 2;
+    const len = 64;
+    const batch = batchOf(model.shape.vocab, seqs, len);
+    const P: Record<string, TF.Variable> = {};
+    for (const p of model.parameters())
+      P[p.name] = tf.variable(tf.tensor(p.data, p.shape), true, `bench/${p.name}`);
+    const tokens = Array.from(batch.tokenIds);
+    const cu = Array.from(batch.cuSeqlens);
+    const targets = tokens.map((_, t) => (cu.includes(t + 1) ? -1 : (tokens[t + 1] ?? -1)));
+    const tfStep = () => {
+      const t0 = now();
+      const { value, grads } = tf.variableGrads(() =>
+        referenceCrossEntropy(referenceForward(model.shape, P, tokens, cu).logits, targets),
+      );
+      value.dataSync();
+      for (const g of Object.values(grads)) g.dataSync();
+      tf.dispose([value, ...Object.values(grads)]);
+      return now() - t0;
+    };
+    tfStep();
+    const tfTimes: number[] = [];
+    const nativeTimes: number[] = [];
+    trainStep(model, batch);
+    for (let i = 0; i < (quick ? 1 : 3); i++) {
+      tfTimes.push(tfStep());
+      nativeTimes.push(trainStep(model, batch));
+    }
+    const speedup = median(tfTimes) / median(nativeTimes);
+    results.vs_tfjs_10M = {
+      tokens: seqs * len,
+      tfjs_seconds: median(tfTimes),
+      native_seconds: median(nativeTimes),
+      speedup,
+    };
+    console.log(
+      `vs tfjs-core CPU (10M, ${seqs}x${len} tokens fwd+bwd): tfjs ${median(tfTimes).toFixed(2)} s, native ${median(nativeTimes).toFixed(3)} s: ${speedup.toFixed(1)}x`,
+    );
+  }
+
+  // Sampling throughput with the KV cache.
+  for (const name of ['10M', '100M']) {
+    const model = createModel(configs[name] as ModelConfigInput, { seed: 3 });
+    for (const batchSize of [1, 64]) {
+      const gen = createGenerator(model);
+      const newTokens = quick ? 4 : name === '100M' ? 16 : 32;
+      const requests = Array.from({ length: batchSize }, (_, i) => ({
+        cacheId: `r${i}`,
+        tokenIds: Array.from({ length: 32 }, (_, t) => (i * 31 + t * 3) % model.shape.vocab),
+        params: { temperature: 1, maxNewTokens: newTokens, seed: i },
+      }));
+      samplePeak();
+      const t0 = now();
+      const out = await gen.generate(requests);
+      const dt = now() - t0;
+      const produced = out.reduce((n, o) => n + o.tokenIds.length, 0);
+      results[`sample_${name}_batch${batchSize}`] = {
+        tokens_per_s: produced / dt,
+        new_tokens: produced,
+        prompt_tokens: 32 * batchSize,
+      };
+      console.log(
+        `sample ${name} batch ${batchSize}: ${(produced / dt).toFixed(0)} tokens/s (prompt 32, ${newTokens} new each, prefill included)`,
+      );
+    }
+  }
+
+  const peak = Math.max(...peaks);
+  const gemm = results.gemm_100M as { gflops: number };
+  const train100 = results.train_100M as { gflops: number };
+  const summary = {
+    machine: `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}`,
+    date: new Date().toISOString(),
+    fma_peak_gflops: peak,
+    fma_peak_median_gflops: median(peaks),
+    gemm_100M_fraction_of_peak: gemm.gflops / peak,
+    train_100M_fraction_of_peak: train100.gflops / peak,
+    ...results,
+  };
+  console.log(
+    `fp32 FMA peak (best of ${peaks.length}): ${peak.toFixed(1)} GFLOP/s; 100M GEMMs at ${((100 * gemm.gflops) / peak).toFixed(0)}% of it, 100M training step at ${((100 * train100.gflops) / peak).toFixed(0)}%`,
+  );
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+  mkdirSync(resolve(root, 'bench-results'), { recursive: true });
+  writeFileSync(resolve(root, 'bench-results/engine.json'), `${JSON.stringify(summary, null, 2)}\n`);
+});
