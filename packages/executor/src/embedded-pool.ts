@@ -74,6 +74,10 @@ export class EmbeddedPool implements Executor {
     return Promise.all(requests.map((r) => this.run(r)));
   }
 
+  async workers(): Promise<number> {
+    return this.config.concurrency;
+  }
+
   stats(): ExecutorStats {
     return this.recorder.snapshot();
   }

@@ -112,7 +112,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   app.post('/run/long-batch', (req, reply) => judgeBatch(req.body, reply));
   app.get('/status', async () => ({
     queue: pending,
-    num_workers: backend.stats().inFlight,
+    num_workers: (await backend.workers?.()) ?? 0,
     mode: backend.mode,
   }));
 

@@ -230,6 +230,16 @@ export class RedisExecutor implements Executor {
     }
   }
 
+  /** Consumers of the job stream that polled in the last 10 s (workers poll every 250 ms). */
+  async workers(): Promise<number> {
+    try {
+      const consumers = (await this.cmd.xinfo('CONSUMERS', this.keys.jobs, this.keys.group)) as unknown[][];
+      return consumers.filter((c) => Number(fields(c.map(String)).idle) < 10_000).length;
+    } catch {
+      return 0; // no stream or group yet
+    }
+  }
+
   stats(): ExecutorStats {
     return this.recorder.snapshot();
   }

@@ -41,5 +41,7 @@ export interface Executor {
   /** Runs many calls; results come back in order. */
   runBatch(requests: readonly RunRequest[]): Promise<RunResult[]>;
   stats(): ExecutorStats;
+  /** Workers behind this executor: the pool's concurrency, or live Redis consumers (code-judge /status). */
+  workers?(): Promise<number>;
   close(): Promise<void>;
 }

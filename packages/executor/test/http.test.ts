@@ -7,7 +7,7 @@ import type { Executor } from '../src/types.js';
 let server: RunningServer;
 let client: Executor;
 beforeAll(async () => {
-  server = await serve({ port: 0, pool: { servers: 1, timeoutMs: 1500 } });
+  server = await serve({ port: 0, pool: { servers: 1, timeoutMs: 1500, concurrency: 4 } });
   client = await createExecutor({ mode: { url: server.url }, batchSize: 8, lingerMs: 2 });
 });
 afterAll(async () => {
@@ -68,7 +68,7 @@ describe('HTTP server and client', () => {
       expect(String(results[1]?.stderr)).toContain('ZeroDivisionError');
     }
     const status = await request(`${server.url}/status`);
-    expect(await status.body.json()).toMatchObject({ queue: 0 });
+    expect(await status.body.json()).toMatchObject({ queue: 0, num_workers: 4 });
   }, 30_000);
 
   it('speaks SandboxFusion: /run_code', async () => {

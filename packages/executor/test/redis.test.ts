@@ -130,6 +130,10 @@ describe('distributed mode (Redis streams + consumer group)', () => {
       const body = (await res.body.json()) as { results: { stdout: string; success: boolean }[] };
       expect(body.results[0]).toMatchObject({ stdout: '9\n', success: true });
       expect(await (await request(`${server.url}/health`)).body.json()).toMatchObject({ mode: 'redis' });
+      expect(await (await request(`${server.url}/status`)).body.json()).toMatchObject({
+        queue: 0,
+        num_workers: 1,
+      });
     } finally {
       await server.close();
       await worker.stop();
