@@ -12,6 +12,8 @@ import { LIMITS } from './limits.js';
 export interface Answer {
   raw: string;
   node: Node | null;
+  /** A second reading of an ambiguous gold (`-2,1`: the decimal −2.1, or the list −2 and 1). */
+  alternative?: Node;
 }
 
 export function parseCandidate(text: string, deadline: Deadline, plain?: string): Node | null {
@@ -55,12 +57,19 @@ export function extractFrom(text: string, deadline: Deadline): Answer | null {
 
 const HAS_MARKUP = /\$|\\boxed|\\fbox|\\\[|\\\(|<answer>/;
 
-/** The gold answer: a bare answer read as is (decimal commas included), else extracted. */
+/**
+ * The gold answer: a bare answer read as is, else extracted. A bare `1,22` is the decimal 1.22 (as
+ * Math-Verify reads it) and also the list 1, 22 (as maths datasets write roots): either matches.
+ */
 export function goldAnswer(gold: string, deadline: Deadline, bare: boolean): Answer | null {
   const g = gold.trim();
   if (bare && !HAS_MARKUP.test(g) && g.length > 0) {
     const n = plainNumber(g.replace(/%$/, ''));
-    if (n !== null) return { raw: g, node: parseCandidate(g, deadline, n) };
+    if (n !== null) {
+      const node = parseCandidate(g, deadline, n);
+      const list = /^-?\d+,\d+$/.test(g) ? parseCandidate(g, deadline) : null;
+      return list ? { raw: g, node, alternative: list } : { raw: g, node };
+    }
     const node = parseCandidate(g, deadline);
     if (node) return { raw: g, node };
   }

@@ -57,7 +57,10 @@ export function verify(gold: string, response: string, opts?: Partial<VerifyOpti
     if (!g) return { correct: false, extracted: pred.raw, reason: 'gold-unreadable' };
     if (sameText(g.raw, pred.raw)) return { correct: true, extracted: pred.raw, reason: 'string-match' };
     if (g.node && pred.node) {
-      const same = answersEqual(g.node, pred.node, { deadline, allowSetRelation: o.allowSetRelation });
+      const co = { deadline, allowSetRelation: o.allowSetRelation };
+      const same =
+        answersEqual(g.node, pred.node, co) ||
+        (g.alternative !== undefined && answersEqual(g.alternative, pred.node, co));
       return { correct: same, extracted: pred.raw, reason: same ? 'equal' : 'not-equal' };
     }
     if (o.casFallback && casEqual(g.raw, pred.raw, deadline) === true)

@@ -74,6 +74,8 @@ describe('verify: normalisations', () => {
     ['5', '<answer>5</answer>'],
     ['1', 'I think it is $\\frac{2}{2}$.'],
     ['0.\\overline{3}', '\\boxed{\\frac13}'],
+    ['-2,1', '\\boxed{1, -2}'],
+    ['1,22', '\\boxed{1.22}'],
     ['\\{-2, 2\\}', '\\boxed{\\pm 2}'],
     ['\\pm 2', '\\boxed{-2, 2}'],
     ['11\\frac{1}{4}', '\\boxed{\\frac{45}{4}}'],
@@ -99,6 +101,8 @@ describe('verify: normalisations', () => {
     ['[1,2]', '\\boxed{[1,2)}'],
     ['(1,2)', '\\boxed{(2,1)}'],
     ['10^{10^{10}}', '\\boxed{10^{10^{10}}+1}'],
+    ['-2,1', '\\boxed{-2}'],
+    ['1,000', '\\boxed{1, 0}'],
   ])('%j rejects %j', (gold, response) => {
     expect(verify(gold, response, { timeoutMs: 1_000 })).toMatchObject({ correct: false });
   });

@@ -25,6 +25,7 @@ export function candidateTiers(response: string, deadline: Deadline): Candidate[
     text,
     deadline,
     mergeSpans([...skip, ...fractions].sort((a, b) => a.start - b.start)),
+    plainWindows(text),
   );
   const all = [...envs, ...fractions, ...plain].sort((a, b) => a.start - b.start || b.end - a.end);
 
@@ -113,4 +114,24 @@ export function answerTags(text: string): { inner: string; start: number; end: n
     from = close + 9;
   }
   return out;
+}
+
+/** Prose numbers are read near the end (tier 300 wants the rightmost) and after each "answer". */
+export const PLAIN_TAIL_CHARS = 4_000;
+
+function plainWindows(text: string): { start: number; end: number }[] {
+  const wins: { start: number; end: number }[] = [];
+  for (const m of text.matchAll(/answer/gi)) {
+    const from = (m.index ?? 0) + 6;
+    wins.push({ start: from, end: Math.min(text.length, from + 180) });
+  }
+  wins.push({ start: Math.max(0, text.length - PLAIN_TAIL_CHARS), end: text.length });
+  wins.sort((a, b) => a.start - b.start);
+  const merged: { start: number; end: number }[] = [];
+  for (const w of wins) {
+    const last = merged.length > 0 ? merged[merged.length - 1] : undefined;
+    if (last && w.start <= last.end) last.end = Math.max(last.end, w.end);
+    else merged.push({ ...w });
+  }
+  return merged;
 }

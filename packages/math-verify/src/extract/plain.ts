@@ -47,12 +47,22 @@ export function plainCandidates(
   text: string,
   deadline: Deadline,
   skip: { start: number; end: number }[],
+  windows: { start: number; end: number }[] = [{ start: 0, end: text.length }],
 ): Candidate[] {
   const out: Candidate[] = [];
   let k = 0;
-  for (const m of text.matchAll(RUN)) {
-    deadline.check();
-    const start = m.index ?? 0;
+  const re = new RegExp(RUN.source, 'g');
+  const matches: RegExpExecArray[] = [];
+  for (const w of windows) {
+    // the lookbehind still sees the character before lastIndex, so a window starts cleanly
+    re.lastIndex = w.start;
+    for (let m = re.exec(text); m !== null && m.index < w.end; m = re.exec(text)) {
+      deadline.check();
+      matches.push(m);
+    }
+  }
+  for (const m of matches) {
+    const start = m.index;
     while (k < skip.length && (skip[k] as { end: number }).end <= start) k++;
     const s = skip[k];
     if (s && s.start <= start && start < s.end) continue;
