@@ -137,30 +137,44 @@ function fillMicroBatch(
     maxSeqlen: 0,
   };
   let at = 0;
-  members.forEach(([g, i], s) => {
+  for (let s = 0; s < members.length; s++) {
+    const [g, i] = members[s]!;
     const t = groups[g]!.trajectories[i]!;
     const n = t.tokenIds.length;
     const a = adv[g]![i]!;
     mb.tokenIds.set(t.tokenIds, at);
     mb.oldLogprobs.set(t.logprobs, at);
-    // One pass over the mask fills the mask, the advantages and the loss-token count.
-    const mask = t.lossMask;
-    const maskOut = mb.lossMask.subarray(at, at + n);
-    const advOut = mb.advantages.subarray(at, at + n);
-    let lossTokens = 0;
-    for (let k = 0; k < n; k++) {
-      const m = mask[k] === 1 ? 1 : 0;
-      maskOut[k] = m;
-      advOut[k] = m === 1 ? a : 0;
-      lossTokens += m;
-    }
-    mb.numLossTokens += lossTokens;
+    mb.numLossTokens += copyMaskAndAdvantage(t.lossMask, a, mb.lossMask, mb.advantages, at);
     mb.sequenceAdvantages[s] = a;
     mb.trajectoryIds.push(t.id);
     mb.promptIds.push(t.promptId);
     mb.maxSeqlen = Math.max(mb.maxSeqlen, n);
     at += n;
     mb.cuSeqlens[s + 1] = at;
-  });
+  }
   return mb;
+}
+
+/**
+ * One pass over a trajectory's mask: copies it, writes the advantage on its loss tokens, counts
+ * them. The outputs are freshly allocated, so the zeros need no write; a small standalone
+ * function so that the JIT optimises the loop on its own.
+ */
+function copyMaskAndAdvantage(
+  mask: ArrayLike<number>,
+  advantage: number,
+  maskOut: Uint8Array,
+  advOut: Float32Array,
+  at: number,
+): number {
+  const n = mask.length;
+  let count = 0;
+  for (let k = 0; k < n; k++) {
+    if (mask[k] === 1) {
+      maskOut[at + k] = 1;
+      advOut[at + k] = advantage;
+      count++;
+    }
+  }
+  return count;
 }
