@@ -42,6 +42,7 @@ describe('adversarial inputs return false within the budget', () => {
     ['a 5000-cell matrix', `\\boxed{\\begin{pmatrix}${'1&'.repeat(5_000)}1\\end{pmatrix}}`],
     ['a 2 MB response', `${'x'.repeat(2_000_000)}\\boxed{3}`],
     ['a long run of dots and commas in a number', `1${'.,'.repeat(12_000)}1`],
+    ['a product of 38 huge exact fractions', `\\boxed{${'\\frac{7^{1300}+1}{3^{2400}+2}'.repeat(38)}}`],
     ['20 000 digits in parentheses', `(${'1'.repeat(20_000)})`],
     ['3000 open answer tags', '<answer>'.repeat(3_000)],
     ['whitespace runs around "and"', `\\boxed{1${' '.repeat(1_000)}and${' '.repeat(1_000)}2}`],

@@ -107,7 +107,8 @@ function inverse(b: Num): Num {
 }
 
 function numOp(a: Num, b: Num, op: 'add' | 'mul'): Num {
-  if (a.exact && b.exact) return exactNum(op === 'add' ? R.add(a.exact, b.exact) : R.mul(a.exact, b.exact));
+  if (a.exact && b.exact && !R.isHuge(a.exact) && !R.isHuge(b.exact))
+    return exactNum(op === 'add' ? R.add(a.exact, b.exact) : R.mul(a.exact, b.exact));
   const f = op === 'add' ? a.f + b.f : a.f * b.f;
   // arithmetic on a real infinity (from \\infty) stays infinite; overflow of finite values does not
   if (!Number.isFinite(a.f) || !Number.isFinite(b.f)) return { exact: null, f };

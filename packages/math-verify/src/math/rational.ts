@@ -54,6 +54,14 @@ export function powInt(a: Rat, k: bigint): Rat | null {
   return k < 0n ? div(rat(1n), r) : r;
 }
 
+/** Past this size exact arithmetic stops (the gcd in every step would grow quadratically). */
+const HUGE = 1n << BigInt(LIMITS.maxExactBits * 8);
+
+/** Is either part of the rational beyond the size where we keep computing exactly? */
+export function isHuge(a: Rat): boolean {
+  return a.n > HUGE || -a.n > HUGE || a.d > HUGE;
+}
+
 export function toNumber(a: Rat): number {
   const x = Number(a.n) / Number(a.d);
   if (Number.isFinite(x)) return x;
