@@ -200,7 +200,16 @@ Napi::Value CopyBandwidth(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value ScaleInPlace(const Napi::CallbackInfo& info) {
+  return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
+    auto data = Typed<Napi::Float32Array>(o, "data", -1);
+    ScaleFloats(data.Data(), static_cast<int64_t>(data.ElementLength()), static_cast<float>(Num(o, "factor", 1)));
+    return env.Undefined();
+  });
+}
+
 void Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("scaleFloats", Napi::Function::New(env, ScaleInPlace, "scaleFloats"));
   exports.Set("policyLoss", Napi::Function::New(env, PolicyLoss, "policyLoss"));
   exports.Set("fusedLinear", Napi::Function::New(env, FusedLinear, "fusedLinear"));
   exports.Set("copyFloats", Napi::Function::New(env, CopyBandwidth, "copyFloats"));

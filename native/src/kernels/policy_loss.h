@@ -29,4 +29,7 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
 /** Multithreaded copy of `n` floats, for the benchmark's bandwidth baseline. */
 void CopyFloats(const float* src, float* dst, int64_t n);
 
+/** Multithreaded in-place x *= factor: the read-modify-write stream an in-place kernel does. */
+void ScaleFloats(float* data, int64_t n, float factor);
+
 }  // namespace agentrl::kernels

@@ -89,4 +89,9 @@ void CopyFloats(const float* src, float* dst, int64_t n) {
   }
 }
 
+void ScaleFloats(float* data, int64_t n, float factor) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) data[i] *= factor;
+}
+
 }  // namespace agentrl::kernels

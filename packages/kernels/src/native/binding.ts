@@ -57,6 +57,7 @@ export interface KernelsAddon {
     config: NativeConfig;
   }): NativeMetrics & { workspaceBytes: number };
   copyFloats(args: { src: Float32Array; dst: Float32Array }): void;
+  scaleFloats(args: { data: Float32Array; factor: number }): void;
 }
 
 const AGG = {
