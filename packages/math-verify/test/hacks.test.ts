@@ -21,6 +21,7 @@ describe('anti-reward-hack asymmetries', () => {
     ['|x|', '\\boxed{x}', 'an identity that holds only for positive x'],
     ['\\sqrt{x^2}', '\\boxed{x}', 'the same, through a root'],
     ['2', '\\boxed{\\frac{0}{0}}', 'an undefined value'],
+    ['0', '\\boxed{\\ge 0}', 'a relation sign where a value should be'],
   ])('gold %j, response %j (%s) is false', (gold, response) => {
     expect(verify(gold, response).correct).toBe(false);
   });

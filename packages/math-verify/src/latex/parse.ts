@@ -3,7 +3,7 @@ import { LIMITS } from '../limits.js';
 import type { Node } from './ast.js';
 import { ExpressionParser, mulOf, numberNode } from './expression-parser.js';
 import { ParseFailure, tokenize } from './tokenize.js';
-import { FUNCTIONS, GREEK, GREEK_CONST, MATRIX_ENVS, UNSUPPORTED } from './vocabulary.js';
+import { FUNCTIONS, GREEK, GREEK_CONST, KNOWN_COMMANDS, MATRIX_ENVS, UNSUPPORTED } from './vocabulary.js';
 
 /** Atoms: numbers, symbols, brackets, commands (\\frac, \\sqrt, functions), environments (matrices). */
 class Parser extends ExpressionParser {
@@ -119,7 +119,9 @@ class Parser extends ExpressionParser {
       }
     }
     if (FUNCTIONS.has(name)) return this.func(name);
-    if (UNSUPPORTED.has(name)) throw new ParseFailure(`unsupported command \\${name}`);
+    // an operator or relation where a value should be (`\\ge 0`) is not a value
+    if (UNSUPPORTED.has(name) || KNOWN_COMMANDS.has(name))
+      throw new ParseFailure(`unsupported command \\${name}`);
     // an unknown command is a named quantity (\zzz), never a reason to drop the answer
     return { k: 'sym', name: `\\${name}` };
   }
