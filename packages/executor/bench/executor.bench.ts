@@ -8,7 +8,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EmbeddedPool } from '../src/embedded-pool.js';
@@ -194,11 +194,20 @@ async function main() {
       1,
       Math.round((results['a baseline fresh python3'] as Figures).callsPerSec / 2),
     );
-    const seconds = QUICK ? 2 : 5;
+    const seconds = QUICK ? 2 : 3;
     log(`a steady baseline @${baseRate}/s`, await steadyLatency(freshPython, SNIPPETS.a, baseRate, seconds));
+    // Rounds of [embedded, http, redis] back to back; medians over rounds, as for throughput.
+    const steadyRounds: Record<string, Figures[]> = Object.fromEntries(
+      modes.map(([n]) => [n, [] as Figures[]]),
+    );
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, ex] of modes) {
+        steadyRounds[name]?.push(await steadyLatency(viaExecutor(ex), SNIPPETS.a, rate, seconds));
+      }
+    }
     const steady: Record<string, Figures> = {};
-    for (const [name, ex] of modes) {
-      steady[name] = await steadyLatency(viaExecutor(ex), SNIPPETS.a, rate, seconds);
+    for (const [name] of modes) {
+      steady[name] = medianFigures(steadyRounds[name] as Figures[]);
       log(`a steady ${name} @${rate}/s`, steady[name] as Figures);
     }
     const added = (steady.redis as Figures).p50Ms - (steady.embedded as Figures).p50Ms;
@@ -229,6 +238,7 @@ async function main() {
       node: process.version,
     },
     quick: QUICK,
+    loadAverage: loadavg().map((x) => Math.round(x * 10) / 10),
     rounds: ROUNDS,
     snippets: SNIPPETS,
     results,

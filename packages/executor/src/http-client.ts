@@ -125,6 +125,7 @@ export class HttpExecutor implements Executor {
     return this.recorder.snapshot();
   }
 
+  /** Sends what is batched, waits for the requests in flight, then closes the connections. */
   async close(): Promise<void> {
     this.batcher.drain();
     this.closed = true;

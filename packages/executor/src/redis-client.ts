@@ -249,6 +249,7 @@ export class RedisExecutor implements Executor {
     return this.pending.size;
   }
 
+  /** Waits for the calls already made (each ends by its deadline at the latest), then disconnects. */
   async close(): Promise<void> {
     this.batcher.drain();
     while (this.pending.size > 0 && !this.closed) await sleep(20);
