@@ -12,6 +12,8 @@ import { LIMITS } from './limits.js';
 export interface Answer {
   raw: string;
   node: Node | null;
+  /** The answer as reported back (joined boxes as `1, 2`); `raw` when absent. */
+  shown?: string;
   /** A second reading of an ambiguous gold (`-2,1`: the decimal −2.1, or the list −2 and 1). */
   alternative?: Node;
 }
@@ -48,7 +50,7 @@ export function extractFrom(text: string, deadline: Deadline): Answer | null {
       if (c.kind === 'plain' && failed.some((f) => c.start < f.end && c.end > f.start)) continue;
       fallback ??= c;
       const node = parseCandidate(c.text, deadline, c.plainNumber);
-      if (node) return { raw: c.text, node };
+      if (node) return c.shown ? { raw: c.text, node, shown: c.shown } : { raw: c.text, node };
       if (c.kind === 'latex' || c.kind === 'boxed') failed.push(c);
     }
   }

@@ -54,21 +54,22 @@ export function verify(gold: string, response: string, opts?: Partial<VerifyOpti
     pred = extractFrom(response, deadline);
     if (!pred) return { correct: false, extracted: null, reason: 'no-answer' };
     const g = goldAnswer(gold, deadline, o.goldIsAnswer);
-    if (!g) return { correct: false, extracted: pred.raw, reason: 'gold-unreadable' };
-    if (sameText(g.raw, pred.raw)) return { correct: true, extracted: pred.raw, reason: 'string-match' };
+    if (!g) return { correct: false, extracted: pred.shown ?? pred.raw, reason: 'gold-unreadable' };
+    if (sameText(g.raw, pred.raw))
+      return { correct: true, extracted: pred.shown ?? pred.raw, reason: 'string-match' };
     if (g.node && pred.node) {
       const co = { deadline, allowSetRelation: o.allowSetRelation };
       const same =
         answersEqual(g.node, pred.node, co) ||
         (g.alternative !== undefined && answersEqual(g.alternative, pred.node, co));
-      return { correct: same, extracted: pred.raw, reason: same ? 'equal' : 'not-equal' };
+      return { correct: same, extracted: pred.shown ?? pred.raw, reason: same ? 'equal' : 'not-equal' };
     }
     if (o.casFallback && casEqual(g.raw, pred.raw, deadline) === true)
-      return { correct: true, extracted: pred.raw, reason: 'cas-equal' };
-    return { correct: false, extracted: pred.raw, reason: 'not-equal' };
+      return { correct: true, extracted: pred.shown ?? pred.raw, reason: 'cas-equal' };
+    return { correct: false, extracted: pred.shown ?? pred.raw, reason: 'not-equal' };
   } catch (e) {
     const reason = e instanceof DeadlineExceeded ? 'timeout' : 'internal-error';
-    return { correct: false, extracted: pred?.raw ?? null, reason };
+    return { correct: false, extracted: pred ? (pred.shown ?? pred.raw) : null, reason };
   }
 }
 
@@ -87,7 +88,8 @@ export function extractAnswer(
 ): string | null {
   const deadline = new Deadline(opts?.timeoutMs ?? DEFAULT_VERIFY_OPTIONS.timeoutMs);
   try {
-    return extractFrom(response, deadline)?.raw ?? null;
+    const a = extractFrom(response, deadline);
+    return a ? (a.shown ?? a.raw) : null;
   } catch {
     return null;
   }

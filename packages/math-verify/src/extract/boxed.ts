@@ -90,6 +90,7 @@ export function boxedCandidates(text: string, deadline: Deadline): Candidate[] {
     const body = run.map((b) => `{${b.body}}`).join(' , ');
     out.push({
       text: run.length === 1 ? `${(run[0] as Box).body}${pct ? '\\%' : ''}` : body,
+      ...(run.length > 1 ? { shown: run.map((b) => b.body.trim()).join(', ') } : {}),
       start: (run[0] as Box).start,
       end: last.end + pct,
       kind: 'boxed',

@@ -6,6 +6,8 @@ export interface Candidate {
   start: number;
   end: number;
   kind: 'boxed' | 'tag' | 'latex' | 'plain';
+  /** How a joined answer is reported (`1, 2` for `\boxed{1}, \boxed{2}`); `text` otherwise. */
+  shown?: string;
   /** A plain number written with a decimal comma or thousands separators, already made canonical. */
   plainNumber?: string;
 }

@@ -110,6 +110,7 @@ function joinEnvs(text: string, envs: Candidate[]): Candidate[] {
     if (run.length > 1)
       out.push({
         text: run.map((c) => `{${c.text}}`).join(' , '),
+        shown: run.map((c) => c.text.trim()).join(', '),
         start: (run[0] as Candidate).start,
         end: (run[run.length - 1] as Candidate).end,
         kind: 'latex',

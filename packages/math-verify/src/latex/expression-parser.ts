@@ -64,6 +64,8 @@ export abstract class ExpressionParser {
   /** item (sep item)*: one item is returned as is, several as a list. */
   protected list(top: boolean, close: string[] | null): Node {
     const items: Node[] = [];
+    // indexes after which a ';' separated groups: `p=5,q=2; p=7,q=2`
+    const groupEnds: number[] = [];
     for (;;) {
       while (top && this.isSeparator(true)) this.i++;
       if (this.i >= this.t.length) break;
@@ -71,9 +73,11 @@ export abstract class ExpressionParser {
       items.push(this.relation());
       if (items.length > LIMITS.maxItems) throw new ParseFailure('too many items');
       if (!this.isSeparator(top)) break;
+      if (this.isOp(';')) groupEnds.push(items.length);
       this.i++;
     }
     if (items.length === 0) throw new ParseFailure('empty answer');
+    if (top && groupEnds.length > 0) return groupAssignments(items, groupEnds);
     return items.length === 1 ? (items[0] as Node) : { k: 'list', items };
   }
 
@@ -306,6 +310,28 @@ export abstract class ExpressionParser {
   }
 
   protected abstract primary(): Node;
+}
+
+/**
+ * `p=5,q=2; p=7,q=2` is two solutions (5,2) and (7,2): when every ';'-separated group is at least
+ * two `name = value` items, each group becomes the tuple of its values. Otherwise a flat list.
+ */
+function groupAssignments(items: Node[], ends: number[]): Node {
+  const bounds = [0, ...ends, items.length].filter((b, i, a) => i === 0 || b > (a[i - 1] as number));
+  const groups = bounds.slice(1).map((end, i) => items.slice(bounds[i], end));
+  const isAssignment = (n: Node) =>
+    n.k === 'rel' && n.ops.length === 1 && n.ops[0] === '=' && n.parts[0]?.k === 'sym';
+  if (groups.length > 1 && groups.every((g) => g.length >= 2 && g.every(isAssignment)))
+    return {
+      k: 'list',
+      items: groups.map((g) => ({
+        k: 'tuple',
+        open: '(',
+        close: ')',
+        items: g.map((n) => (n as { parts: Node[] }).parts[1] as Node),
+      })),
+    };
+  return items.length === 1 ? (items[0] as Node) : { k: 'list', items };
 }
 
 export function mulOf(fs: Node[]): Node {

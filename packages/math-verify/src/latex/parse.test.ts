@@ -31,6 +31,8 @@ describe('parseLatex', () => {
     ['\\log_2 8', 'logb(8,2)'],
     ['|x-1|', 'abs(x-1)'],
     ['\\quadx', 'x'],
+    ['p=5,q=2;p=7,q=2', '(5,2),(7,2)'],
+    ['x=1; y', 'x=1,y'],
   ])('%j → %j', (input, output) => {
     expect(parse(input)).toBe(output);
   });
