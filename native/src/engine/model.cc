@@ -492,18 +492,26 @@ void Model::Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, c
     }
   }
   EnsureRope(longest + 1);
-  Buffer x(T * h), y(T * h);
+  // Scratch lives in the model (decode calls are many and small: no allocation per step).
+  Buffer& x = infer_x_;
+  Buffer& y = infer_y_;
+  x.Resize(T * h);
+  y.Resize(T * h);
   const float* emb = params_.data() + embed_off_;
   for (size_t t = 0; t < T; ++t) {
     std::memcpy(x.data() + t * h, emb + static_cast<size_t>(tokens[t]) * h, h * sizeof(float));
   }
-  LayerActs a;
   for (int l = 0; l < c.layers; ++l) {
-    LayerForward(l, x.data(), y.data(), a, total, &caches);
+    LayerForward(l, x.data(), y.data(), infer_acts_, total, &caches);
     std::swap(x, y);
   }
   // Final norm and lm_head only on each sequence's last new token.
-  Buffer last(static_cast<size_t>(batch) * h), normed(static_cast<size_t>(batch) * h), r(batch);
+  Buffer& last = infer_last_;
+  Buffer& normed = infer_normed_;
+  Buffer& r = infer_r_;
+  last.Resize(static_cast<size_t>(batch) * h);
+  normed.Resize(static_cast<size_t>(batch) * h);
+  r.Resize(batch);
   for (int b = 0, t = 0; b < batch; ++b) {
     t += counts[b];
     std::memcpy(last.data() + static_cast<size_t>(b) * h, x.data() + static_cast<size_t>(t - 1) * h, h * sizeof(float));

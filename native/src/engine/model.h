@@ -129,6 +129,9 @@ class Model {
   LayerActs scratch_;
   Buffer hidden_, rf_, act_, dact_, dxn_, dres_, datt_, dq_, dk_, dv_, dtmp_, x_scratch_;
   Buffer rope_cos_, rope_sin_;
+  // Scratch of Extend (inference), separate from the training activations.
+  LayerActs infer_acts_;
+  Buffer infer_x_, infer_y_, infer_last_, infer_normed_, infer_r_;
   int rope_len_ = 0;
 };
 

@@ -19,8 +19,14 @@ export const ModelConfigSchema = z
     intermediate_size: posInt.describe('SwiGLU MLP width'),
     num_hidden_layers: posInt.describe('number of decoder blocks'),
     num_attention_heads: posInt.describe('query heads'),
-    num_key_value_heads: posInt.optional().describe('key/value heads (GQA); defaults to num_attention_heads'),
-    head_dim: posInt.optional().describe('per-head width; defaults to hidden_size / num_attention_heads'),
+    num_key_value_heads: posInt
+      .nullable()
+      .optional()
+      .describe('key/value heads (GQA); defaults to num_attention_heads'),
+    head_dim: posInt
+      .nullable()
+      .optional()
+      .describe('per-head width; defaults to hidden_size / num_attention_heads'),
     rms_norm_eps: z.number().positive().default(1e-6).describe('RMSNorm epsilon'),
     rope_theta: z.number().positive().default(10000).describe('RoPE base'),
     rope_scaling: z.null().optional().describe('only unscaled RoPE is implemented: null or absent'),
@@ -31,6 +37,7 @@ export const ModelConfigSchema = z
       .default(false)
       .describe('Llama/Qwen3: bias on q/k/v/o projections (Qwen2 always has q/k/v bias)'),
     mlp_bias: z.literal(false).optional().describe('MLP biases are not implemented'),
+    use_sliding_window: z.literal(false).optional().describe('sliding-window attention is not implemented'),
     hidden_act: z
       .literal('silu')
       .default('silu')

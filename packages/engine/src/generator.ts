@@ -81,6 +81,7 @@ export class Generator {
     const m = this.model;
     const V = m.shape.vocab;
     const call = this.calls++;
+    const version = m.version;
     const ids = new Set<string>();
     const active: Active[] = requests.map((req, index) => {
       if (ids.has(req.cacheId))
@@ -146,6 +147,14 @@ export class Generator {
         next.push([token]);
       }
       if (stepping.length === 0) break;
+      // Let timers and I/O (tool calls of other trajectories, HTTP) run between decode steps.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (m.version !== version) {
+        throw new EngineError(
+          'INVALID_REQUEST',
+          'the weights changed during generate; finish generating before an optimizer step',
+        );
+      }
       logits = this.extend(stepping, next);
     }
     return active.map((a) => a.out);
