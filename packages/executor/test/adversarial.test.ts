@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmbeddedPool } from '../src/embedded-pool.js';
 import type { RunRequest, RunResult } from '../src/types.js';
-import { hostProcessesMatching, sleep } from './processes.js';
+import { descendantsOf, hostProcessesMatching, sleep } from './processes.js';
 
 // Every hostile call runs beside an ordinary one: the service must keep answering others correctly.
 let pool: EmbeddedPool;
@@ -109,12 +109,13 @@ describe('adversarial code', () => {
   });
 
   it('setsid escape: the detached grandchild dies with the call', async () => {
+    const marker = String(3_000_000 + Math.floor(Math.random() * 1_000_000)); // unique to this run
     const code = [
       'import os, time',
       'if os.fork() == 0:',
       '    os.setsid()',
       '    if os.fork() == 0:',
-      '        os.execv("/bin/sleep", ["sleep", "31337"])',
+      `        os.execv("/bin/sleep", ["sleep", "${marker}"])`,
       '    os._exit(0)',
       'time.sleep(0.3)',
       'print("parent exits")',
@@ -122,12 +123,12 @@ describe('adversarial code', () => {
     const r = await hostile({ code });
     expect(r).toMatchObject({ status: 'ok', stdout: 'parent exits\n' });
     await sleep(100);
-    expect(hostProcessesMatching('sleep 31337')).toEqual([]);
+    expect(hostProcessesMatching(`sleep ${marker}`)).toEqual([]);
     // and when the call itself times out
     const t = await hostile({ code: `${code}\ntime.sleep(30)`, timeoutMs: 800 });
     expect(t.status).toBe('timeout');
     await sleep(100);
-    expect(hostProcessesMatching('sleep 31337')).toEqual([]);
+    expect(hostProcessesMatching(`sleep ${marker}`)).toEqual([]);
   });
 
   it('ignoring SIGTERM: killed anyway at the limit', async () => {
@@ -151,8 +152,9 @@ describe('adversarial code', () => {
   });
 
   it('a thousand calls that each leave a background process: none survives', async () => {
-    // Background children are forks of the server, so they carry its command line.
-    const before = hostProcessesMatching('/agentrl/forkserver.py').length;
+    // Everything a call starts descends from this pool's fork servers (other test runs may share the host).
+    const servers = pool.serverPids.filter((p): p is number => p !== undefined);
+    const before = descendantsOf(servers).length;
     const code =
       'import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(1000)\n    os._exit(0)\nprint("done")';
     for (let batch = 0; batch < 10; batch++) {
@@ -160,7 +162,7 @@ describe('adversarial code', () => {
       expect(rs.filter((r) => r.status === 'ok' && r.stdout === 'done\n').length).toBe(100);
     }
     await sleep(200);
-    expect(hostProcessesMatching('/agentrl/forkserver.py').length).toBe(before);
+    expect(descendantsOf(servers).length).toBe(before);
     expect(await pool.run({ code: 'print("still serving")' })).toMatchObject({ status: 'ok' });
   }, 120_000);
 });

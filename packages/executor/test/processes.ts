@@ -17,4 +17,30 @@ export function hostProcessesMatching(needle: string): number[] {
 
 /** Number of processes on the host right now. */
 
+/** Processes descending from `roots` (not the roots themselves), from /proc's parent links. */
+export function descendantsOf(roots: readonly number[]): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(entry));
+      children.set(ppid, list);
+    } catch {
+      // the process exited while we looked
+    }
+  }
+  const out: number[] = [];
+  const stack = [...roots];
+  while (stack.length > 0) {
+    for (const child of children.get(stack.pop() as number) ?? []) {
+      out.push(child);
+      stack.push(child);
+    }
+  }
+  return out;
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
