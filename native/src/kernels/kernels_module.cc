@@ -53,7 +53,9 @@ double Num(const Napi::Object& o, const char* name, double fallback) {
   return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
 }
 
-LossConfig ConfigFrom(const Napi::Object& o) {
+LossConfig ConfigFrom(const Napi::Value& v) {
+  if (!v.IsObject()) throw InvalidArgument("config must be an object");
+  const Napi::Object o = v.As<Napi::Object>();
   LossConfig c;
   c.temperature = static_cast<float>(Num(o, "temperature", 1));
   c.clip_low = static_cast<float>(Num(o, "clipLow", 0.2));
@@ -119,8 +121,11 @@ Napi::Value Guard(const Napi::CallbackInfo& info, F&& body) {
   try {
     if (info.Length() < 1 || !info[0].IsObject()) throw InvalidArgument("expected one argument object");
     return body(env, info[0].As<Napi::Object>());
-  } catch (const Napi::Error&) {
-    throw;
+  } catch (const Napi::Error& e) {
+    // an error from node-addon-api itself (a failed conversion): give it a code too
+    Napi::Error out = e;
+    if (!out.Value().Has("code")) out.Set("code", Napi::String::New(env, "KERNELS_INVALID_ARGUMENT"));
+    throw out;
   } catch (const InvalidArgument& e) {
     throw fail("KERNELS_INVALID_ARGUMENT", e.what());
   } catch (const BackendUnavailable& e) {
@@ -137,7 +142,7 @@ Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
     const int64_t V = Int(o, "vocabSize");
     if (V < 1) throw InvalidArgument("vocabSize must be >= 1");
     const int64_t T = Typed<Napi::Int32Array>(o, "targets", -1).ElementLength();
-    LossConfig c = ConfigFrom(o.Get("config").As<Napi::Object>());
+    LossConfig c = ConfigFrom(o.Get("config"));
     TokenInputs in = TokensFrom(o, T, V);
     const bool bf16 = o.Get("bf16").ToBoolean();
     const void* logits = bf16 ? static_cast<const void*>(Typed<Napi::Uint16Array>(o, "logits", T * V).Data())
@@ -176,7 +181,7 @@ Napi::Value FusedLinear(const Napi::CallbackInfo& info) {
     const int64_t V = Int(o, "vocabSize"), H = Int(o, "hiddenSize");
     if (V < 1 || H < 1) throw InvalidArgument("vocabSize and hiddenSize must be >= 1");
     const int64_t T = Typed<Napi::Int32Array>(o, "targets", -1).ElementLength();
-    LossConfig c = ConfigFrom(o.Get("config").As<Napi::Object>());
+    LossConfig c = ConfigFrom(o.Get("config"));
     TokenInputs in = TokensFrom(o, T, V);
     const float* hidden = Typed<Napi::Float32Array>(o, "hidden", T * H).Data();
     const float* weight = Typed<Napi::Float32Array>(o, "weight", V * H).Data();

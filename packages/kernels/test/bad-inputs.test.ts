@@ -1,4 +1,5 @@
 import { loadNative } from '@agentrl/native';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   type Backend,
@@ -241,5 +242,59 @@ describe('the native entry points themselves never crash the process', () => {
     expect(caught).toBeInstanceOf(Error);
     expect(caught!.message).toMatch(message);
     expect(caught!.code).toBe('KERNELS_INVALID_ARGUMENT');
+  });
+});
+
+describe('fuzzing the native boundary', () => {
+  const k = loadNative().kernels as Record<string, (a: unknown) => unknown>;
+  const typed = fc.oneof(
+    fc.constant(undefined),
+    fc.integer({ min: 0, max: 40 }).map((n) => new Float32Array(n).fill(0.5)),
+    fc.integer({ min: 0, max: 40 }).map((n) => new Int32Array(n).fill(3)),
+    fc.integer({ min: 0, max: 40 }).map((n) => new Uint8Array(n).fill(1)),
+    fc.integer({ min: 0, max: 40 }).map((n) => new Uint16Array(n)),
+    fc.constant([1, 2, 3]),
+    fc.constant('x'),
+  );
+  it('random argument objects give a result or a JS error with a code, never a crash', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          backend: fc.constantFrom('cpu', 'cuda', 'hip', 'tpu', 7),
+          bf16: fc.boolean(),
+          vocabSize: fc.oneof(fc.integer({ min: -2, max: 8 }), fc.constant(Number.NaN), fc.constant('4')),
+          hiddenSize: fc.integer({ min: -1, max: 4 }),
+          logits: typed,
+          hidden: typed,
+          weight: typed,
+          targets: typed,
+          oldLogprobs: typed,
+          advantages: typed,
+          lossMask: typed,
+          cuSeqlens: fc.oneof(typed, fc.constant(Int32Array.from([0, 2, 5]))),
+          dlogits: typed,
+          dHidden: typed,
+          dWeight: typed,
+          logp: typed,
+          entropy: typed,
+          config: fc.oneof(
+            fc.constant({}),
+            fc.constant({ temperature: 0.5, entropy: 1 }),
+            fc.constant(null),
+            fc.constant({ aggregation: 3 }),
+          ),
+        }),
+        fc.constantFrom('policyLoss', 'fusedLinear'),
+        (args, fn) => {
+          try {
+            k[fn]!(args);
+          } catch (err) {
+            expect(err).toBeInstanceOf(Error);
+            expect((err as { code?: string }).code).toMatch(/^KERNELS_/);
+          }
+        },
+      ),
+      { numRuns: 400, seed: 7 },
+    );
   });
 });
