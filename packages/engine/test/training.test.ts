@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import { createModel } from '../src/model.js';
+import { setEngineThreads } from '../src/native.js';
 import { AdamWConfigSchema, createAdamW, learningRateAt } from '../src/optimizer.js';
 import { createCharTokenizer } from '../src/tokenizer/char.js';
 import { tinyConfig } from './helpers.js';
@@ -80,6 +81,30 @@ describe('training', () => {
     const b = run(6, 3);
     a.forEach((w, i) => {
       expect(Buffer.from(w.buffer).equals(Buffer.from((b[i] as Float32Array).buffer))).toBe(true);
+    });
+  });
+
+  it('gives bit-identical gradients on 1 and 2 threads (large enough to run parallel GEMMs and attention)', () => {
+    const model = createModel(tinyConfig({ hidden_size: 128, intermediate_size: 384, head_dim: 32 }), {
+      seed: 8,
+    });
+    const batch = packSequences([
+      Array.from({ length: 120 }, (_, i) => (i * 7) % 50),
+      Array.from({ length: 100 }, (_, i) => (i * 3) % 50),
+    ]);
+    const mask = new Array(220).fill(1);
+    const original = setEngineThreads(0);
+    const grads = (threads: number) => {
+      setEngineThreads(threads);
+      model.zeroGrad();
+      model.sftLoss(batch, mask);
+      setEngineThreads(original);
+      return model.parameters().map((p) => Buffer.from(p.grad.slice().buffer));
+    };
+    const one = grads(1);
+    const two = grads(2);
+    one.forEach((g, i) => {
+      expect(g.equals(two[i] as Buffer)).toBe(true);
     });
   });
 

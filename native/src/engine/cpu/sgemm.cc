@@ -223,14 +223,14 @@ void SmallMNt(int m, int n_begin, int n_end, int k, float alpha, const float* a,
 }  // namespace
 
 void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-                 const float* b, int ldb, float beta, float* c, int ldc) {
+                 const float* b, int ldb, float beta, float* c, int ldc, bool allow_small_m) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < n; ++j) c[static_cast<size_t>(i) * ldc + j] = beta == 0.0f ? 0.0f : beta * c[static_cast<size_t>(i) * ldc + j];
     return;
   }
-  if (m <= 4 && !trans_a && trans_b) {
+  if (allow_small_m && m <= 4 && !trans_a && trans_b) {
     SmallMNt(m, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -282,7 +282,7 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
         } else {
           const float* at = trans_a ? a + begin : a + static_cast<size_t>(begin) * lda;
           SgemmSerial(trans_a, trans_b, end - begin, n, k, alpha, at, lda, b, ldb, beta,
-                      c + static_cast<size_t>(begin) * ldc, ldc);
+                      c + static_cast<size_t>(begin) * ldc, ldc, m <= 4);
         }
       }
     }

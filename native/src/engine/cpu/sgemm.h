@@ -9,8 +9,10 @@ namespace agentrl::engine::cpu {
 void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
            const float* b, int ldb, float beta, float* c, int ldc);
 
-// The same, on the calling thread only (for use inside an OpenMP region).
+// The same, on the calling thread only (for use inside an OpenMP region). `allow_small_m` lets
+// M <= 4 take the dot-product path; Sgemm turns it off for row slices it made itself, so every
+// element is summed in the same order whatever the thread count.
 void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-                 const float* b, int ldb, float beta, float* c, int ldc);
+                 const float* b, int ldb, float beta, float* c, int ldc, bool allow_small_m = true);
 
 }  // namespace agentrl::engine::cpu
