@@ -1,10 +1,12 @@
 export { parseArgs } from './cli/args.js';
+export { main } from './cli/main.js';
 export { type ConfigSources, parseConfig, resolveConfig } from './config/load.js';
 export { listConfigOptions } from './config/options.js';
 export { DEFAULT_PRESET, PRESET_NAMES, PRESETS, type PresetName } from './config/presets.js';
 export { type RlStage, type TrainConfig, type TrainConfigInput, TrainConfigSchema } from './config/schema.js';
 export { type LoadedDataset, loadDatasetFiles, rowToProblem } from './data/dataset.js';
 export { TRAINER_ERROR_CODES, TrainerError, type TrainerErrorCode } from './errors.js';
+export { type EvalOptions, type EvalResult, evaluate } from './eval/evaluate.js';
 export { hashSeed, Rng } from './rng.js';
 export { MetricsLog, type MetricsRecord, readMetrics, withoutTiming } from './run/metrics-log.js';
 export { type ReportRun, renderReport } from './run/report.js';
@@ -13,4 +15,6 @@ export { buildPrompt, DEFAULT_SYSTEM_PROMPT, renderChatML, toolCallText } from '
 export { generateMultiplySplit, parseFactors } from './task/multiply.js';
 export type { Problem, ProblemSplit } from './task/problem.js';
 export { buildSftDemos, type DemoKind, type SftDemo } from './task/sft-data.js';
+export { createEnvironment } from './train/create-environment.js';
 export { type DataCursor, startCursor, takeIds } from './train/cursor.js';
+export { type TrainOptions, type TrainResult, train } from './train/trainer.js';

@@ -46,7 +46,10 @@ export function parseArgs(argv: string[], commandFlags: CommandFlag[]): ParsedAr
     if (flag) {
       const value = flag.value ? takeValue() : true;
       if (flag.sets) {
-        setPath(out.overrides, flag.sets.path.split('.'), flag.value ? value : flag.sets.value);
+        const target = findOption(flag.sets.path);
+        const converted =
+          flag.value && target ? convertValue(target, value as string) : flag.value ? value : flag.sets.value;
+        setPath(out.overrides, flag.sets.path.split('.'), converted);
       } else if (flag.repeatable) {
         const prev = out.flags[name];
         out.flags[name] = [...(Array.isArray(prev) ? prev : []), value as string];

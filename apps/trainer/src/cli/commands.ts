@@ -87,18 +87,30 @@ export const EVAL_FLAGS: CommandFlag[] = [
   { name: 'out', value: 'file', description: 'also write the result (and per-problem scores) as JSON here' },
 ];
 
-/** Flags of `agentrl executor serve` (forwarded to @agentrl/executor's server). */
+/** Flags of `agentrl executor serve|worker` (handed to @agentrl/executor's CLI). */
 export const SERVE_FLAGS: CommandFlag[] = [
   { name: 'host', value: 'addr', description: 'listen address (default 127.0.0.1)' },
-  { name: 'port', value: 'int', description: 'listen port (default 8080)' },
+  { name: 'port', value: 'int', description: 'listen port (default 8090)' },
   {
     name: 'redis',
     value: 'url',
-    description: 'push work to this Redis (distributed mode) instead of running it in-process',
+    description: 'serve: queue calls in this Redis for workers; worker: take calls from it',
   },
+  { name: 'prefix', value: 'str', description: 'Redis key prefix (default agentrl:exec:)' },
+  { name: 'batch-size', value: 'int', description: 'worker: calls taken per batch (default 64)' },
   {
-    name: 'workers',
+    name: 'visibility-ms',
     value: 'int',
-    description: 'sandbox workers of the in-process pool (default: sized to the machine)',
+    description: 'worker: a batch not acknowledged in this time is retaken (default 30000)',
+  },
+  { name: 'concurrency', value: 'int', description: 'calls running at once (default 2 x cores)' },
+  { name: 'servers', value: 'int', description: 'warm fork servers (default: one per core)' },
+  { name: 'timeout-ms', value: 'int', description: 'wall-clock limit per call' },
+  { name: 'memory-mb', value: 'int', description: 'memory limit per call' },
+  { name: 'python', value: 'path', description: 'Python interpreter (default python3)' },
+  {
+    name: 'preload',
+    value: 'list',
+    description: 'modules the warm server imports before forking (default numpy,sympy)',
   },
 ];

@@ -7,8 +7,8 @@ import type { Problem } from './problem.js';
  * character of it in every rollout.
  */
 export const DEFAULT_SYSTEM_PROMPT =
-  'You can run Python. To call it, write <tool_call>{"name": "python", "arguments": {"code": "..."}}</tool_call> ' +
-  'and read what it printed in <tool_response>. Give the final answer in \\boxed{}.';
+  'Tool: <tool_call>{"name": "python", "arguments": {"code": "..."}}</tool_call> runs Python and returns ' +
+  'what it printed. Put the final answer in \\boxed{}.';
 
 /** The chat prompt of one problem. */
 export function buildPrompt(problem: Problem, systemPrompt: string | null): ChatMessage[] {

@@ -1,0 +1,102 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseConfig, resolveConfig } from '../config/load.js';
+import { deepMerge } from '../config/merge.js';
+import type { TrainConfig } from '../config/schema.js';
+import { loadDatasetFiles } from '../data/dataset.js';
+import { TrainerError } from '../errors.js';
+import { evaluate } from '../eval/evaluate.js';
+import { hashSeed } from '../rng.js';
+import { RunDir } from '../run/run-dir.js';
+import { loadSplit } from '../task/load-split.js';
+import type { Problem } from '../task/problem.js';
+import { createEnvironment } from '../train/create-environment.js';
+import { createRolloutFactory } from '../train/rollout-factory.js';
+import { parseArgs } from './args.js';
+import { EVAL_FLAGS } from './commands.js';
+import { renderHelp } from './help.js';
+
+export async function runEvalCommand(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(
+      renderHelp(
+        'agentrl eval (--checkpoint runs/<name>[/checkpoints/<tag>] | --engine URL) [--data file.jsonl ...] [--k 4]',
+        'pass@1 averaged over k samples per problem (avg@k) on the held-out split of the config, or on dataset\n' +
+          'files: jsonl/parquet rows with a prompt and reward_model.ground_truth, or question/answer. Rows without\n' +
+          'an answer are skipped and counted.',
+        EVAL_FLAGS,
+        true,
+      ),
+    );
+    return 0;
+  }
+  const args = parseArgs(argv, EVAL_FLAGS);
+  const checkpoint = args.flags.checkpoint as string | undefined;
+  if (!checkpoint && !args.overrides.engine) {
+    throw new TrainerError('USAGE', 'eval needs --checkpoint <dir> or --engine <url>');
+  }
+  // A run directory brings its config (model shape, task split, seed); flags still override.
+  let ckptDir: string | null = null;
+  let cfg: TrainConfig;
+  if (
+    checkpoint &&
+    existsSync(join(checkpoint, 'config.json')) &&
+    existsSync(join(checkpoint, 'checkpoints'))
+  ) {
+    const run = new RunDir(checkpoint);
+    const tag = run.latestCheckpoint();
+    if (!tag) throw new TrainerError('CHECKPOINT', `eval: ${checkpoint} has no complete checkpoint yet`);
+    ckptDir = run.checkpointDir(tag);
+    cfg = parseConfig(deepMerge(run.readConfig(), args.overrides), run.configPath);
+  } else {
+    ckptDir = checkpoint ?? null;
+    cfg = resolveConfig({
+      preset: args.flags.preset as string | undefined,
+      file: args.flags.config as string | undefined,
+      overrides: args.overrides,
+    });
+  }
+  const data = args.flags.data as string[] | undefined;
+  let problems: Problem[];
+  let skipped = 0;
+  if (data?.length) {
+    const loaded = await loadDatasetFiles(data);
+    problems = loaded.problems;
+    skipped = loaded.skipped.length;
+    if (skipped)
+      process.stderr.write(
+        `eval: skipped ${skipped} rows without a prompt or answer (first: ${loaded.skipped[0]!.file} row ${loaded.skipped[0]!.row}: ${loaded.skipped[0]!.reason})\n`,
+      );
+  } else {
+    problems = (await loadSplit(cfg)).heldOut.slice(0, cfg.eval.problems);
+  }
+  const env = await createEnvironment(cfg, { initDir: ckptDir, trainable: false });
+  try {
+    const factory = await createRolloutFactory({
+      engines: env.engines,
+      tokenizer: env.tokenizer,
+      executor: env.executor,
+      toolTimeoutMs: cfg.executor.timeoutMs,
+      maxTurns: cfg.rl.maxTurns,
+      toolResponseMaxChars: cfg.rl.toolResponseMaxChars,
+    });
+    const r = await evaluate(factory, problems, env.verify, {
+      k: cfg.eval.k,
+      temperature: cfg.eval.temperature,
+      maxResponseTokens: cfg.eval.maxResponseTokens,
+      maxTurnTokens: cfg.rl.maxTurnTokens,
+      seed: hashSeed(cfg.seed, 'eval'),
+      systemPrompt: cfg.task.systemPrompt,
+    });
+    process.stdout.write(
+      `avg@${r.k} pass@1 ${(r.accuracy * 100).toFixed(2)}%  pass@${r.k} ${(r.passAtK * 100).toFixed(2)}%  ` +
+        `on ${r.problems} problems (${skipped} rows skipped); tool use ${(r.toolUseRate * 100).toFixed(0)}%, ` +
+        `${r.toolCallsPerTrajectory.toFixed(2)} calls/trajectory, ${r.responseLength.toFixed(0)} response tokens\n`,
+    );
+    if (typeof args.flags.out === 'string')
+      writeFileSync(args.flags.out, `${JSON.stringify({ ...r, skipped }, null, 2)}\n`);
+    return 0;
+  } finally {
+    await env.close();
+  }
+}

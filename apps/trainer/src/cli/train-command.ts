@@ -1,0 +1,99 @@
+import { parseConfig, resolveConfig } from '../config/load.js';
+import { deepMerge } from '../config/merge.js';
+import type { TrainConfig } from '../config/schema.js';
+import { TrainerError } from '../errors.js';
+import { createProgress } from '../run/progress.js';
+import { RunDir } from '../run/run-dir.js';
+import { loadSplit } from '../task/load-split.js';
+import { createEnvironment } from '../train/create-environment.js';
+import { prepareResume, train } from '../train/trainer.js';
+import { parseArgs } from './args.js';
+import { TRAIN_FLAGS } from './commands.js';
+import { renderHelp } from './help.js';
+
+export async function runTrainCommand(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(
+      renderHelp(
+        'agentrl train [--preset tiny|smoke] [--config file.yaml] [--resume runs/<name>] [--<option> value ...]',
+        'Trains a policy with the rStar2-Agent recipe: a format-only SFT cold start, then GRPO-RoC stages with\n' +
+          'growing response budgets (the last on problems not yet solved by every sample). Writes runs/<name>/:\n' +
+          'config.json, metrics.jsonl, checkpoints/ (HF safetensors + optimizer + trainer state), report.html.',
+        TRAIN_FLAGS,
+        true,
+      ),
+    );
+    return 0;
+  }
+  const args = parseArgs(argv, TRAIN_FLAGS);
+  if (args.positionals.length)
+    throw new TrainerError('USAGE', `unexpected argument "${args.positionals[0]}"; options start with --`);
+  const resumeDir = typeof args.flags.resume === 'string' ? args.flags.resume : undefined;
+  const stopAfter =
+    typeof args.flags['stop-after'] === 'string' ? Number(args.flags['stop-after']) : undefined;
+  if (stopAfter !== undefined && !(Number.isInteger(stopAfter) && stopAfter >= 0)) {
+    throw new TrainerError('USAGE', '--stop-after needs a non-negative integer');
+  }
+
+  let run: RunDir;
+  let cfg: TrainConfig;
+  let resume: ReturnType<typeof prepareResume> = null;
+  if (resumeDir) {
+    run = new RunDir(resumeDir);
+    // The run's own config is the truth; flags may only change how it is shown, not what it computes.
+    const saved = run.readConfig();
+    const allowed = Object.keys(args.overrides).filter((k) => k !== 'progress');
+    if (allowed.length || args.flags.config || args.flags.preset) {
+      throw new TrainerError(
+        'USAGE',
+        `--resume continues ${resumeDir} with its saved config; drop --config/--preset/option flags (${allowed.join(', ') || 'config'})`,
+      );
+    }
+    cfg = parseConfig(deepMerge(saved, args.overrides), `${run.configPath}`);
+    resume = prepareResume(run);
+  } else {
+    cfg = resolveConfig({
+      preset: args.flags.preset as string | undefined,
+      file: args.flags.config as string | undefined,
+      overrides: args.overrides,
+    });
+    run = RunDir.forConfig(cfg);
+  }
+  if (args.flags['print-config']) {
+    process.stdout.write(`${JSON.stringify(cfg, null, 2)}\n`);
+    return 0;
+  }
+  const progress = createProgress(cfg.progress);
+  const split = await loadSplit(cfg, (l) => progress.log(l));
+  const env = await createEnvironment(cfg, {
+    initDir: resume?.checkpointDir ?? cfg.model.init,
+    resumePhase: resume ? (resume.state.rlStep > 0 ? 'rl' : 'sft') : undefined,
+  });
+  try {
+    if (!resume) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
+    progress.log(
+      resume
+        ? `resuming ${run.root} at RL step ${resume.state.rlStep} (${resume.checkpointDir})`
+        : `run ${run.root}: ${split.train.length} training / ${split.heldOut.length} held-out problems`,
+    );
+    const result = await train({
+      cfg,
+      run,
+      split,
+      env,
+      progress,
+      resumeState: resume?.state ?? null,
+      stopAfter,
+    });
+    const acc = result.finalEval
+      ? `held-out avg@${cfg.eval.k} ${(result.finalEval.accuracy * 100).toFixed(1)}%`
+      : '';
+    process.stdout.write(
+      `${result.stopped ? 'stopped' : 'done'} after ${result.state.rlStep} RL steps, ${result.state.wallSeconds.toFixed(0)} s; ${acc}\n` +
+        `  metrics: ${run.metricsPath}\n  report:  ${run.reportPath}\n`,
+    );
+    return 0;
+  } finally {
+    await env.close();
+  }
+}

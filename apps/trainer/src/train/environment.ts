@@ -1,0 +1,18 @@
+import type { CodeExecutor, EngineAdapter, RolloutTokenizer } from '@agentrl/rollout';
+import type { TrainablePolicy } from './policy.js';
+import type { Verify } from './reward.js';
+
+/**
+ * The live parts a run works with: the trainable policy, the rollout engines (the policy's own
+ * in-process engine, or vLLM/SGLang servers), the code executor and the verifier.
+ */
+export interface Environment {
+  policy: TrainablePolicy | null;
+  engines: EngineAdapter[];
+  tokenizer: RolloutTokenizer;
+  executor: CodeExecutor;
+  verify: Verify;
+  /** Pushes the policy's new weights to engines that do not share them in-process. */
+  syncWeights(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,241 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  type AdamW,
+  createAdamW,
+  createModel,
+  loadModel,
+  loadOptimizerState,
+  type Model,
+  packSequences,
+  saveModel,
+  saveOptimizerState,
+} from '@agentrl/engine';
+import type { MicroBatch } from '@agentrl/grpo';
+import { fusedLinearPolicyLoss } from '@agentrl/kernels';
+import type { TrainConfig } from '../config/schema.js';
+import { TrainerError } from '../errors.js';
+import { hashSeed } from '../rng.js';
+import type { MaskedSequence, PolicyLossOptions, PolicyStepMetrics, TrainablePolicy } from './policy.js';
+
+const OPTIMIZER_FILE = 'optimizer.safetensors';
+
+/** The HF config.json of the configured tiny model (Qwen3 layout: q/k norm, GQA, tied embeddings). */
+export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: number) {
+  const m = cfg.model;
+  return {
+    architectures: ['Qwen3ForCausalLM'],
+    model_type: 'qwen3',
+    vocab_size: vocabSize,
+    hidden_size: m.hiddenSize,
+    intermediate_size: m.intermediateSize,
+    num_hidden_layers: m.numLayers,
+    num_attention_heads: m.numHeads,
+    num_key_value_heads: m.numKvHeads,
+    max_position_embeddings: m.maxPositions,
+    rope_theta: m.ropeTheta,
+    tie_word_embeddings: m.tieEmbeddings,
+    eos_token_id: eosTokenId,
+  };
+}
+
+/**
+ * The trainable side of the native engine: one Model whose weights the in-process generator samples
+ * from (so the weight sync after an update is the version bump AdamW does), an AdamW per phase (SFT
+ * then RL, moments reset between them), masked cross-entropy for SFT and the fused-linear GRPO loss
+ * of @agentrl/kernels for RL.
+ */
+export class NativeTrainer implements TrainablePolicy {
+  private phase: 'sft' | 'rl' = 'sft';
+  private optimizer: AdamW;
+
+  private constructor(
+    readonly model: Model,
+    private readonly cfg: TrainConfig,
+  ) {
+    this.optimizer = this.makeOptimizer('sft');
+  }
+
+  /**
+   * A fresh model (seeded init) or one loaded from `initDir`; with `resumePhase`, the optimizer state
+   * saved beside the weights is restored into that phase's optimizer.
+   */
+  static async create(
+    cfg: TrainConfig,
+    opts: { initDir: string | null; vocabSize: number; eosTokenId: number; resumePhase?: 'sft' | 'rl' },
+  ): Promise<NativeTrainer> {
+    const model = opts.initDir
+      ? await loadModel(opts.initDir)
+      : createModel(hfConfigFor(cfg, opts.vocabSize, opts.eosTokenId), { seed: hashSeed(cfg.seed, 'init') });
+    if (model.config.vocab_size < opts.vocabSize) {
+      throw new TrainerError(
+        'CHECKPOINT',
+        `checkpoint: ${opts.initDir} has vocab_size ${model.config.vocab_size}, the tokenizer needs ${opts.vocabSize}`,
+      );
+    }
+    const t = new NativeTrainer(model, cfg);
+    if (opts.resumePhase && opts.initDir && existsSync(join(opts.initDir, OPTIMIZER_FILE))) {
+      if (opts.resumePhase === 'rl') t.startRl();
+      await loadOptimizerState(t.optimizer, opts.initDir);
+    }
+    return t;
+  }
+
+  private makeOptimizer(phase: 'sft' | 'rl'): AdamW {
+    const { sft, rl } = this.cfg;
+    return phase === 'sft'
+      ? createAdamW(this.model, {
+          lr: sft.lr,
+          warmupSteps: sft.warmupSteps,
+          schedule: 'cosine',
+          totalSteps: Math.max(1, sft.steps),
+          minLrRatio: 0.1,
+          weightDecay: 0,
+          maxGradNorm: rl.gradClip,
+        })
+      : createAdamW(this.model, {
+          lr: rl.lr,
+          warmupSteps: rl.warmupSteps,
+          schedule: 'constant',
+          weightDecay: rl.weightDecay,
+          maxGradNorm: rl.gradClip,
+          beta2: 0.99,
+        });
+  }
+
+  /** Switches to the RL optimizer with fresh moments (SFT's moments would bias the first RL steps). */
+  startRl(): void {
+    if (this.phase === 'rl') return;
+    this.phase = 'rl';
+    this.optimizer = this.makeOptimizer('rl');
+    const { m, v } = this.model.adamMoments();
+    this.optimizer.loadState({ step: 0, m: new Float32Array(m.length), v: new Float32Array(v.length) });
+  }
+
+  get currentPhase() {
+    return this.phase;
+  }
+
+  /** One SFT optimizer step: masked cross-entropy over micro-batches, normalised by all targets. */
+  sftStep(batch: readonly MaskedSequence[]): { loss: number; gradNorm: number; tokens: number; lr: number } {
+    const targets = batch.reduce((n, s) => n + countTargets(s.lossMask), 0);
+    let lossSum = 0;
+    for (const group of chunkByTokens(batch, this.cfg.rl.microBatchTokens)) {
+      const packed = packSequences(group.map((s) => s.tokenIds));
+      const mask = new Uint8Array(packed.tokenIds.length);
+      let at = 0;
+      for (const s of group) {
+        mask.set(s.lossMask, at);
+        at += s.tokenIds.length;
+      }
+      lossSum += this.model.sftLoss(packed, mask, { normalizer: Math.max(1, targets) }).lossSum;
+    }
+    const r = this.optimizer.step();
+    return { loss: lossSum / Math.max(1, targets), gradNorm: r.gradNorm, tokens: targets, lr: r.lr };
+  }
+
+  /** One GRPO update: fused-linear policy loss per micro-batch, gradients accumulated, one AdamW step. */
+  policyStep(microBatches: readonly MicroBatch[], opts: PolicyLossOptions): PolicyStepMetrics {
+    const shifted = microBatches.map(shiftForNextToken);
+    const tokenCount = shifted.reduce((n, s) => n + s.count, 0);
+    const H = this.model.shape.hidden;
+    const V = this.model.shape.vocab;
+    let loss = 0;
+    const acc = { clipFracLow: 0, clipFracHigh: 0, approxKl: 0 };
+    for (let i = 0; i < microBatches.length; i++) {
+      const mb = microBatches[i]!;
+      const s = shifted[i]!;
+      if (s.count === 0) continue;
+      const { hidden } = this.model.forwardHidden({ tokenIds: mb.tokenIds, cuSeqlens: mb.cuSeqlens });
+      const r = fusedLinearPolicyLoss(
+        {
+          hidden,
+          weight: this.model.lmHeadWeight(),
+          hiddenSize: H,
+          vocabSize: V,
+          targets: s.targets,
+          oldLogprobs: s.oldLogprobs,
+          advantages: s.advantages,
+          lossMask: s.lossMask,
+          cuSeqlens: mb.cuSeqlens,
+        },
+        {
+          temperature: opts.temperature,
+          clipLow: opts.clipLow,
+          clipHigh: opts.clipHigh,
+          dualClip: opts.dualClip,
+          aggregation: opts.aggregation,
+          tokenCount,
+          seqCount: microBatches.reduce((n, b) => n + b.cuSeqlens.length - 1, 0),
+          horizon: this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1),
+        },
+      );
+      this.model.backwardFromHidden(r.dHidden, { dLmHead: r.dWeight });
+      loss += r.loss;
+      const w = r.metrics.tokens / Math.max(1, tokenCount);
+      acc.clipFracLow += r.metrics.clipFracLow * w;
+      acc.clipFracHigh += r.metrics.clipFracHigh * w;
+      acc.approxKl += r.metrics.approxKl * w;
+    }
+    const step = this.optimizer.step();
+    return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };
+  }
+
+  async save(dir: string): Promise<void> {
+    await saveModel(this.model, dir);
+    await saveOptimizerState(this.optimizer, dir);
+  }
+}
+
+function countTargets(mask: readonly number[]): number {
+  let n = 0;
+  for (let t = 1; t < mask.length; t++) if (mask[t]) n++;
+  return n;
+}
+
+function chunkByTokens<T extends { tokenIds: readonly number[] }>(
+  items: readonly T[],
+  budget: number,
+): T[][] {
+  const out: T[][] = [];
+  let cur: T[] = [];
+  let size = 0;
+  for (const it of items) {
+    if (cur.length > 0 && size + it.tokenIds.length > budget) {
+      out.push(cur);
+      cur = [];
+      size = 0;
+    }
+    cur.push(it);
+    size += it.tokenIds.length;
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
+
+/**
+ * The engine's hidden row t predicts token t+1, while a packed micro-batch stores per token i the
+ * logprob/advantage/mask of token i itself. Shift by one inside each sequence; the last row of each
+ * sequence predicts nothing (mask 0).
+ */
+export function shiftForNextToken(mb: MicroBatch) {
+  const T = mb.tokenIds.length;
+  const targets = new Int32Array(T);
+  const oldLogprobs = new Float32Array(T);
+  const advantages = new Float32Array(T);
+  const lossMask = new Uint8Array(T);
+  let count = 0;
+  for (let s = 0; s + 1 < mb.cuSeqlens.length; s++) {
+    const end = mb.cuSeqlens[s + 1]!;
+    for (let t = mb.cuSeqlens[s]!; t + 1 < end; t++) {
+      targets[t] = mb.tokenIds[t + 1]!;
+      if (mb.lossMask[t + 1]) {
+        lossMask[t] = 1;
+        oldLogprobs[t] = mb.oldLogprobs[t + 1]!;
+        advantages[t] = mb.advantages[t + 1]!;
+        count++;
+      }
+    }
+  }
+  return { targets, oldLogprobs, advantages, lossMask, count };
+}

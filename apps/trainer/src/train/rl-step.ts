@@ -1,0 +1,150 @@
+import {
+  computeGroupAdvantages,
+  countToolErrors,
+  isPositive,
+  packMicroBatches,
+  resampleOnCorrect,
+} from '@agentrl/grpo';
+import type { Group, Trajectory } from '@agentrl/protocol';
+import type { TrainConfig } from '../config/schema.js';
+import { hashSeed } from '../rng.js';
+import { buildPrompt } from '../task/chat-format.js';
+import type { Problem } from '../task/problem.js';
+import type { TrainablePolicy } from './policy.js';
+import { scoreGroups, type Verify } from './reward.js';
+import type { RolloutFactory } from './rollout-factory.js';
+
+export interface RlStepInput {
+  cfg: TrainConfig;
+  step: number;
+  maxResponseTokens: number;
+  problems: Problem[];
+  factory: RolloutFactory;
+  policy: TrainablePolicy;
+  verify: Verify;
+}
+
+export interface RlStepOutput {
+  metrics: Record<string, number>;
+  /** Problems every sample solved in this step (for the hard-problem filter of the last stage). */
+  solvedAll: string[];
+  /** Problems at least one sample failed. */
+  notSolvedAll: string[];
+}
+
+/**
+ * One GRPO-RoC step: rollouts (N per prompt with RoC, n without) → reward → RoC down-sampling →
+ * group advantages → packed micro-batches → one policy update (the policy's weights are the
+ * engine's, so the weight sync is the in-process swap) → metrics.
+ */
+export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
+  const { cfg, step } = input;
+  const rl = cfg.rl;
+  const perPrompt = rl.roc ? rl.oversample : rl.n;
+  const byId = new Map(input.problems.map((p) => [p.id, p]));
+
+  const t0 = performance.now();
+  const rollout = input.factory.make({
+    maxResponseTokens: input.maxResponseTokens,
+    maxTurnTokens: rl.maxTurnTokens,
+    temperature: rl.temperature,
+    topP: rl.topP,
+    seed: hashSeed(cfg.seed, 'rollout', step),
+  });
+  const groups = await rollout.run(
+    input.problems.map((p) => ({
+      promptId: p.id,
+      messages: buildPrompt(p, cfg.task.systemPrompt),
+      groundTruth: p.answer,
+    })),
+    perPrompt,
+  );
+  const tGenerate = (performance.now() - t0) / 1000;
+  scoreGroups(groups, (id) => byId.get(id)!.answer, input.verify);
+  const sampled = groups.flatMap((g) => g.trajectories);
+
+  const roc = resampleOnCorrect(groups, {
+    groupSize: perPrompt,
+    n: rl.n,
+    minPositive: Math.min(rl.minPositives, rl.n),
+    minNegative: Math.min(rl.minNegatives, Math.max(0, rl.n - rl.minPositives)),
+    rejectEqualReward: rl.rejectEqualReward,
+    seed: hashSeed(cfg.seed, 'roc', step),
+  });
+  const kept = roc.groups.flatMap((g) => g.trajectories);
+
+  const t1 = performance.now();
+  let policy = { loss: 0, gradNorm: 0, lr: 0, clipFracLow: 0, clipFracHigh: 0, approxKl: 0, trainTokens: 0 };
+  if (kept.length > 0) {
+    const advantages = computeGroupAdvantages(roc.groups, { normalizeStd: rl.normalizeStd });
+    const microBatches = packMicroBatches(roc.groups, advantages, {
+      maxTokensPerMicroBatch: rl.microBatchTokens,
+    });
+    policy = input.policy.policyStep(microBatches, {
+      clipLow: rl.clipLow,
+      clipHigh: rl.clipHigh,
+      dualClip: rl.dualClip,
+      aggregation: rl.aggregation,
+      temperature: rl.temperature,
+    });
+  }
+  const tTrain = (performance.now() - t1) / 1000;
+
+  const generated = sampled.reduce((s, t) => s + t.lossMask.reduce<number>((a, b) => a + b, 0), 0);
+  const toolSeconds =
+    sampled.reduce((s, t) => s + t.toolCalls.reduce((a, c) => a + c.outcome.wallMs, 0), 0) / 1000;
+  const metrics: Record<string, number> = {
+    lr: policy.lr,
+    reward: mean(sampled.map((t) => t.reward ?? 0)),
+    accuracy: mean(groups.map((g) => mean(g.trajectories.map((t) => t.reward ?? 0)))),
+    posToolErrorBefore: positiveToolErrorRatio(sampled),
+    posToolErrorAfter: positiveToolErrorRatio(kept),
+    rocPosToolErrorBefore: roc.metrics.positiveToolErrorRatioBefore,
+    rocPosToolErrorAfter: roc.metrics.positiveToolErrorRatioAfter,
+    toolErrorRatio: roc.metrics.toolErrorRatioAll,
+    responseLength: mean(sampled.map(responseLength)),
+    responseLengthKept: mean(kept.map(responseLength)),
+    responseLengthPositive: mean(sampled.filter(isPositive).map(responseLength)),
+    toolCallsPerTrajectory: mean(sampled.map((t) => t.toolCalls.length)),
+    groupsKept: roc.groups.length,
+    trajectoriesKept: kept.length,
+    loss: policy.loss,
+    gradNorm: policy.gradNorm,
+    clipFracLow: policy.clipFracLow,
+    clipFracHigh: policy.clipFracHigh,
+    approxKl: policy.approxKl,
+    trainTokens: policy.trainTokens,
+    tokensPerSec: generated / Math.max(1e-9, tGenerate),
+    timeGenerate: tGenerate,
+    timeTool: toolSeconds,
+    timeTrain: tTrain,
+  };
+  const solvedAll: string[] = [];
+  const notSolvedAll: string[] = [];
+  for (const g of groups)
+    (g.trajectories.every((t) => t.reward === 1) ? solvedAll : notSolvedAll).push(g.promptId);
+  return { metrics, solvedAll, notSolvedAll };
+}
+
+function responseLength(t: Trajectory): number {
+  return t.tokenIds.length - t.promptLength;
+}
+
+/** Failed tool calls / tool calls pooled over the positive trajectories (0 when they made no call). */
+export function positiveToolErrorRatio(ts: readonly Trajectory[]): number {
+  let failed = 0;
+  let calls = 0;
+  for (const t of ts) {
+    if (!isPositive(t)) continue;
+    const c = countToolErrors(t);
+    failed += c.failed;
+    calls += c.calls;
+  }
+  return calls === 0 ? 0 : failed / calls;
+}
+
+export function mean(xs: readonly number[]): number {
+  return xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length;
+}
+
+export type { Group };

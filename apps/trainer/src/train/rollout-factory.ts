@@ -1,0 +1,73 @@
+import {
+  CHATML_TEMPLATE,
+  type CodeExecutor,
+  createChatFormat,
+  createEngineScheduler,
+  createPythonTool,
+  createRollout,
+  createToolRegistry,
+  type EngineAdapter,
+  type Rollout,
+  type RolloutTokenizer,
+  type Scheduler,
+} from '@agentrl/rollout';
+
+/** Name of the python tool as the built-in system prompt tells the model to call it. */
+export const PYTHON_TOOL_NAME = 'python';
+
+export interface RolloutFactoryOptions {
+  engines: EngineAdapter[];
+  tokenizer: RolloutTokenizer;
+  executor: CodeExecutor;
+  toolTimeoutMs: number;
+  maxTurns: number;
+  toolResponseMaxChars: number;
+}
+
+export interface RolloutSettings {
+  maxResponseTokens: number;
+  maxTurnTokens: number;
+  temperature: number;
+  topP: number;
+  /** Seed of this batch's sampling; trajectory k of prompt p gets a seed derived from it. */
+  seed: number;
+}
+
+/**
+ * Builds rollouts that share one scheduler, tool registry and chat format. A rollout is cheap, so
+ * each step makes its own with that step's seed and response budget: sampling is then a function of
+ * (seed, step) and a resumed run samples what the uninterrupted one did.
+ */
+export async function createRolloutFactory(opts: RolloutFactoryOptions) {
+  const scheduler: Scheduler<EngineAdapter> = await createEngineScheduler(opts.engines);
+  const tools = createToolRegistry([
+    createPythonTool(opts.executor, { name: PYTHON_TOOL_NAME, timeoutMs: opts.toolTimeoutMs }),
+  ]);
+  // No tool list in the template: the task's own short system message describes the tool, since a
+  // char-level model pays for every character of a prompt in every rollout.
+  const chatFormat = createChatFormat({ template: CHATML_TEMPLATE });
+  return {
+    chatFormat,
+    tools,
+    make(s: RolloutSettings): Rollout {
+      return createRollout({
+        scheduler,
+        tokenizer: opts.tokenizer,
+        tools,
+        chatFormat,
+        config: {
+          maxTurns: opts.maxTurns,
+          maxResponseTokens: s.maxResponseTokens,
+          toolResponseMaxChars: opts.toolResponseMaxChars,
+          sampling: {
+            temperature: s.temperature,
+            topP: s.topP,
+            maxNewTokens: s.maxTurnTokens,
+            seed: s.seed,
+          },
+        },
+      });
+    },
+  };
+}
+export type RolloutFactory = Awaited<ReturnType<typeof createRolloutFactory>>;

@@ -1,0 +1,57 @@
+import type { ChatFormat, RolloutTokenizer } from '@agentrl/rollout';
+import type { TrainConfig } from '../config/schema.js';
+import { Rng } from '../rng.js';
+import type { SftDemo } from '../task/sft-data.js';
+import type { MaskedSequence, TrainablePolicy } from './policy.js';
+
+/**
+ * Tokenizes a demonstration exactly as the agent loop lays out a trajectory: the rendered prompt,
+ * each assistant turn as sampled (loss on), each tool response as the segment the loop appends
+ * (loss off), and the end-of-turn token after the final answer (loss on: the model must learn to stop).
+ */
+export function tokenizeDemo(demo: SftDemo, chat: ChatFormat, tokenizer: RolloutTokenizer): MaskedSequence {
+  const promptMessages = demo.messages.slice(0, 2);
+  const tokenIds = tokenizer.encode(chat.renderPrompt(promptMessages));
+  const lossMask: (0 | 1)[] = tokenIds.map(() => 0);
+  const push = (text: string, loss: 0 | 1) => {
+    const ids = tokenizer.encode(text);
+    tokenIds.push(...ids);
+    for (let i = 0; i < ids.length; i++) lossMask.push(loss);
+  };
+  const rest = demo.messages.slice(2);
+  for (let i = 0; i < rest.length; i++) {
+    const m = rest[i]!;
+    if (m.role !== 'assistant') continue;
+    const next = rest[i + 1];
+    if (next?.role === 'user') {
+      push(m.content, 1);
+      push(chat.toolResponseSegment(m.content, next.content), 0);
+    } else {
+      push(m.content + chat.endOfTurn, 1);
+    }
+  }
+  return { tokenIds, lossMask };
+}
+
+/** Runs `cfg.sft.steps` optimizer steps on random batches of the demonstrations (seeded per step). */
+export async function runSft(opts: {
+  cfg: TrainConfig;
+  sequences: readonly MaskedSequence[];
+  policy: TrainablePolicy;
+  onStep: (
+    step: number,
+    m: { loss: number; gradNorm: number; lr: number; tokens: number; seconds: number },
+  ) => void;
+}): Promise<void> {
+  const { cfg, sequences, policy } = opts;
+  const sft = cfg.sft;
+  for (let step = 1; step <= sft.steps; step++) {
+    const rng = Rng.derive(cfg.seed, 'sft-batch', step);
+    const batch = Array.from({ length: sft.batchSize }, () => sequences[rng.int(0, sequences.length - 1)]!);
+    const t0 = performance.now();
+    const r = policy.sftStep(batch);
+    opts.onStep(step, { ...r, seconds: (performance.now() - t0) / 1000 });
+    // Yield so the progress bar and signals get a turn between CPU-bound steps.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}

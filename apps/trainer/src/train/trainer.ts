@@ -1,0 +1,233 @@
+import { writeFileSync } from 'node:fs';
+import { formatToolOutcome, wrapToolResponse } from '@agentrl/rollout';
+import type { TrainConfig } from '../config/schema.js';
+import { TrainerError } from '../errors.js';
+import { evaluate } from '../eval/evaluate.js';
+import { hashSeed } from '../rng.js';
+import { MetricsLog, type MetricsRecord } from '../run/metrics-log.js';
+import type { Progress } from '../run/progress.js';
+import { renderReport } from '../run/report.js';
+import type { RunDir } from '../run/run-dir.js';
+import type { Problem, ProblemSplit } from '../task/problem.js';
+import { buildSftDemos } from '../task/sft-data.js';
+import { startCursor, takeIds } from './cursor.js';
+import type { Environment } from './environment.js';
+import { rlStep } from './rl-step.js';
+import { createRolloutFactory } from './rollout-factory.js';
+import { runSft, tokenizeDemo } from './sft.js';
+import { initialState, readState, type TrainerState, writeState } from './state.js';
+
+export interface TrainOptions {
+  cfg: TrainConfig;
+  run: RunDir;
+  split: ProblemSplit;
+  env: Environment;
+  progress: Progress;
+  /** Resume from the run directory's latest checkpoint (its weights are already in env.policy). */
+  resumeState: TrainerState | null;
+  /** Stop (resumably) after this many RL steps in total. */
+  stopAfter?: number | undefined;
+}
+
+export interface TrainResult {
+  state: TrainerState;
+  finalEval: { accuracy: number; passAtK: number } | null;
+  stopped: boolean;
+}
+
+/** The recipe: SFT cold start, then GRPO-RoC stages; checkpoints, metrics and the report on the way. */
+export async function train(opts: TrainOptions): Promise<TrainResult> {
+  const { cfg, run, split, env, progress } = opts;
+  const policy = env.policy;
+  if (!policy)
+    throw new TrainerError(
+      'USAGE',
+      'train: no trainable policy; --engine URL serves rollouts, training still needs the native engine',
+    );
+  const log = new MetricsLog(run.metricsPath);
+  const state = opts.resumeState ?? initialState(cfg.seed);
+  const started = performance.now();
+  const wallBefore = state.wallSeconds;
+  const wall = () => wallBefore + (performance.now() - started) / 1000;
+  const factory = await createRolloutFactory({
+    engines: env.engines,
+    tokenizer: env.tokenizer,
+    executor: env.executor,
+    toolTimeoutMs: cfg.executor.timeoutMs,
+    maxTurns: cfg.rl.maxTurns,
+    toolResponseMaxChars: cfg.rl.toolResponseMaxChars,
+  });
+  const trainById = new Map(split.train.map((p) => [p.id, p]));
+  const heldOut = split.heldOut.slice(0, cfg.eval.problems);
+  const totalRl = cfg.rl.stages.reduce((s, st) => s + st.steps, 0);
+
+  const doEval = async (step: number, stage: string) => {
+    const r = await evaluate(factory, heldOut, env.verify, {
+      k: cfg.eval.k,
+      temperature: cfg.eval.temperature,
+      maxResponseTokens: cfg.eval.maxResponseTokens,
+      maxTurnTokens: cfg.rl.maxTurnTokens,
+      seed: hashSeed(cfg.seed, 'eval'),
+      systemPrompt: cfg.task.systemPrompt,
+    });
+    const { perProblem: _, ...summary } = r;
+    log.append({ phase: 'eval', step, stage, ...summary, wallSeconds: wall() });
+    progress.log(
+      `eval @ step ${step}: avg@${r.k} ${(r.accuracy * 100).toFixed(1)}%  pass@${r.k} ${(r.passAtK * 100).toFixed(1)}%  tool use ${(r.toolUseRate * 100).toFixed(0)}%`,
+    );
+    return r;
+  };
+  const checkpoint = async (tag: string) => {
+    state.wallSeconds = wall();
+    await run.writeCheckpoint(tag, async (dir) => {
+      await policy.save(dir);
+      writeState(dir, state);
+    });
+  };
+  const writeReport = () =>
+    writeFileSync(
+      run.reportPath,
+      renderReport(`agentrl run ${cfg.name}`, [{ label: cfg.name, records: log.read(), config: cfg }]),
+    );
+
+  // ---- stage 0: SFT cold start ----------------------------------------------------------------
+  if (!state.sftDone) {
+    if (cfg.sft.enabled && cfg.sft.steps > 0) {
+      const demos = await buildSftDemos(split.train, {
+        seed: cfg.seed,
+        examples: cfg.sft.examples,
+        mix: cfg.sft.mix,
+        systemPrompt: cfg.task.systemPrompt,
+        runTool: (code) => env.executor.run({ code, timeoutMs: cfg.executor.timeoutMs }),
+        renderToolResponse: (o) => wrapToolResponse(formatToolOutcome(o, cfg.rl.toolResponseMaxChars)),
+      });
+      writeFileSync(run.sftDataPath, demos.map((d) => JSON.stringify(d)).join('\n') + '\n');
+      const sequences = demos.map((d) => tokenizeDemo(d, factory.chatFormat, env.tokenizer));
+      progress.start(cfg.sft.steps, 0, 'sft');
+      await runSft({
+        cfg,
+        sequences,
+        policy,
+        onStep: (step, m) => {
+          log.append({
+            phase: 'sft',
+            step,
+            stage: 'sft',
+            loss: m.loss,
+            gradNorm: m.gradNorm,
+            lr: m.lr,
+            tokens: m.tokens,
+            timeTrain: m.seconds,
+            wallSeconds: wall(),
+          });
+          progress.update(step, { loss: m.loss, lr: m.lr });
+        },
+      });
+      progress.stop();
+    }
+    await env.syncWeights();
+    await doEval(0, 'sft');
+    state.sftDone = true;
+    await checkpoint('step-000000');
+    writeReport();
+  }
+
+  // ---- GRPO-RoC stages ------------------------------------------------------------------------
+  policy.startRl();
+  let stopped = false;
+  progress.start(totalRl, state.rlStep, 'rl');
+  while (state.stageIndex < cfg.rl.stages.length) {
+    const stage = cfg.rl.stages[state.stageIndex]!;
+    if (state.stepInStage >= stage.steps) {
+      state.stageIndex++;
+      state.stepInStage = 0;
+      state.cursor = null;
+      continue;
+    }
+    if (opts.stopAfter !== undefined && state.rlStep >= opts.stopAfter) {
+      stopped = true;
+      break;
+    }
+    if (!state.cursor || state.cursor.stage !== stage.name) {
+      const solved = new Set(state.solvedAll);
+      const pool = stage.hardOnly ? split.train.map((p) => p.id).filter((id) => !solved.has(id)) : null;
+      state.cursor = startCursor(stage.name, pool && pool.length > 0 ? pool : null);
+      if (stage.hardOnly)
+        progress.log(
+          `stage ${stage.name}: ${pool?.length ?? 0} of ${split.train.length} problems not yet solved by every sample`,
+        );
+    }
+    const take = takeIds(
+      state.cursor,
+      split.train.map((p) => p.id),
+      cfg.rl.promptsPerStep,
+      cfg.seed,
+    );
+    state.cursor = take.cursor;
+    const problems: Problem[] = take.ids.map((id) => trainById.get(id)!);
+    const step = state.rlStep + 1;
+    const out = await rlStep({
+      cfg,
+      step,
+      maxResponseTokens: stage.maxResponseTokens,
+      problems,
+      factory,
+      policy,
+      verify: env.verify,
+    });
+    await env.syncWeights();
+    const solved = new Set(state.solvedAll);
+    for (const id of out.solvedAll) solved.add(id);
+    for (const id of out.notSolvedAll) solved.delete(id);
+    state.solvedAll = [...solved].sort();
+    state.rlStep = step;
+    state.stepInStage++;
+    const record: MetricsRecord = {
+      phase: 'rl',
+      step,
+      stage: stage.name,
+      maxResponseTokens: stage.maxResponseTokens,
+      ...out.metrics,
+      wallSeconds: wall(),
+    };
+    log.append(record);
+    progress.update(step, {
+      stage: stage.name,
+      reward: out.metrics.reward!,
+      len: Math.round(out.metrics.responseLength!),
+      tools: out.metrics.toolCallsPerTrajectory!,
+      kl: out.metrics.approxKl!,
+    });
+    if (cfg.eval.everySteps > 0 && step % cfg.eval.everySteps === 0 && step < totalRl) {
+      await doEval(step, stage.name);
+    }
+    if (step === totalRl) {
+      await doEval(step, stage.name);
+    }
+    if ((cfg.checkpointEvery > 0 && step % cfg.checkpointEvery === 0) || step === totalRl) {
+      await checkpoint(`step-${String(step).padStart(6, '0')}`);
+      writeReport();
+    }
+  }
+  progress.stop();
+  writeReport();
+  const evals = log.read().filter((r) => r.phase === 'eval');
+  const last = evals[evals.length - 1];
+  return {
+    state,
+    stopped,
+    finalEval: last ? { accuracy: last.accuracy as number, passAtK: last.passAtK as number } : null,
+  };
+}
+
+/** Loads the trainer state of a run's latest checkpoint and trims metrics.jsonl to it. */
+export function prepareResume(run: RunDir): { state: TrainerState; checkpointDir: string } | null {
+  const tag = run.latestCheckpoint();
+  if (!tag) return null;
+  const dir = run.checkpointDir(tag);
+  const state = readState(dir);
+  new MetricsLog(run.metricsPath).truncateTo((r) =>
+    r.phase === 'sft' ? state.sftDone : r.step <= state.rlStep,
+  );
+  return { state, checkpointDir: dir };
+}
