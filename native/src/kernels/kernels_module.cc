@@ -137,42 +137,122 @@ Napi::Value Guard(const Napi::CallbackInfo& info, F&& body) {
   }
 }
 
+/** A validated policy-loss call: plain pointers into the JS typed arrays, no N-API needed to run it. */
+struct PolicyLossCall {
+  LossConfig config;
+  TokenInputs tokens;
+  const void* logits = nullptr;
+  bool bf16 = false;
+  int64_t V = 0;
+  float* dlogits = nullptr;
+  float* logp = nullptr;
+  float* entropy = nullptr;
+  std::string backend;
+};
+
+PolicyLossCall PreparePolicyLoss(const Napi::Object& o) {
+  PolicyLossCall call;
+  const int64_t V = Int(o, "vocabSize");
+  if (V < 1) throw InvalidArgument("vocabSize must be >= 1");
+  const int64_t T = Typed<Napi::Int32Array>(o, "targets", -1).ElementLength();
+  call.V = V;
+  call.config = ConfigFrom(o.Get("config"));
+  call.tokens = TokensFrom(o, T, V);
+  call.bf16 = o.Get("bf16").ToBoolean();
+  call.logits = call.bf16 ? static_cast<const void*>(Typed<Napi::Uint16Array>(o, "logits", T * V).Data())
+                          : static_cast<const void*>(Typed<Napi::Float32Array>(o, "logits", T * V).Data());
+  call.dlogits = Typed<Napi::Float32Array>(o, "dlogits", T * V).Data();
+  call.logp = Typed<Napi::Float32Array>(o, "logp", T).Data();
+  call.entropy = call.config.entropy ? Typed<Napi::Float32Array>(o, "entropy", T).Data() : nullptr;
+  call.backend = o.Get("backend").ToString().Utf8Value();
+  if (call.backend != "cpu" && call.backend != "cuda" && call.backend != "hip") {
+    throw InvalidArgument("backend must be cpu, cuda or hip");
+  }
+  if (call.backend == "cpu" && call.bf16) {
+    throw InvalidArgument("logits: bf16 is supported on the cuda and hip backends only");
+  }
+  return call;
+}
+
+/** Runs a prepared call; touches no JS value, so it can run on a worker thread. */
+Metrics RunPolicyLoss(const PolicyLossCall& call) {
+  if (call.backend == "cpu") {
+    return PolicyLossCpu(call.config, call.tokens, static_cast<const float*>(call.logits), call.V, call.dlogits,
+                         call.logp, call.entropy);
+  }
+  auto which = call.backend == "cuda" ? gpu::Backend::kCuda : gpu::Backend::kHip;
+  void* sym;
+  try {
+    sym = gpu::Symbol(which, "agentrl_policy_loss");
+  } catch (const std::exception& e) {
+    throw BackendUnavailable(e.what());
+  }
+  AgentrlPolicyLossArgs args{call.config, call.tokens, call.logits, call.bf16 ? 1 : 0, call.V,
+                             call.dlogits,  call.logp,   call.entropy, {}};
+  char err[512] = {0};
+  int rc = reinterpret_cast<agentrl_policy_loss_fn>(sym)(&args, err, sizeof(err));
+  if (rc == 2) throw InvalidArgument(err + 8);  // strip "invalid:"
+  if (rc != 0) throw std::runtime_error(err);
+  return args.metrics;
+}
+
 Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
   return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
-    const int64_t V = Int(o, "vocabSize");
-    if (V < 1) throw InvalidArgument("vocabSize must be >= 1");
-    const int64_t T = Typed<Napi::Int32Array>(o, "targets", -1).ElementLength();
-    LossConfig c = ConfigFrom(o.Get("config"));
-    TokenInputs in = TokensFrom(o, T, V);
-    const bool bf16 = o.Get("bf16").ToBoolean();
-    const void* logits = bf16 ? static_cast<const void*>(Typed<Napi::Uint16Array>(o, "logits", T * V).Data())
-                              : static_cast<const void*>(Typed<Napi::Float32Array>(o, "logits", T * V).Data());
-    float* dlogits = Typed<Napi::Float32Array>(o, "dlogits", T * V).Data();
-    float* logp = Typed<Napi::Float32Array>(o, "logp", T).Data();
-    float* entropy = c.entropy ? Typed<Napi::Float32Array>(o, "entropy", T).Data() : nullptr;
-    std::string backend = o.Get("backend").ToString().Utf8Value();
-    Metrics m;
-    if (backend == "cpu") {
-      if (bf16) throw InvalidArgument("logits: bf16 is supported on the cuda and hip backends only");
-      m = PolicyLossCpu(c, in, static_cast<const float*>(logits), V, dlogits, logp, entropy);
-    } else if (backend == "cuda" || backend == "hip") {
-      auto which = backend == "cuda" ? gpu::Backend::kCuda : gpu::Backend::kHip;
-      void* sym;
-      try {
-        sym = gpu::Symbol(which, "agentrl_policy_loss");
-      } catch (const std::exception& e) {
-        throw BackendUnavailable(e.what());
-      }
-      AgentrlPolicyLossArgs args{c, in, logits, bf16 ? 1 : 0, V, dlogits, logp, entropy, {}};
-      char err[512] = {0};
-      int rc = reinterpret_cast<agentrl_policy_loss_fn>(sym)(&args, err, sizeof(err));
-      if (rc == 2) throw InvalidArgument(err + 8);  // strip "invalid:"
-      if (rc != 0) throw std::runtime_error(err);
-      m = args.metrics;
-    } else {
-      throw InvalidArgument("backend must be cpu, cuda or hip");
+    return MetricsToJs(env, RunPolicyLoss(PreparePolicyLoss(o)));
+  });
+}
+
+/**
+ * The same call on the libuv thread pool, returning a promise: the event loop keeps serving rollouts
+ * and tool calls meanwhile. The argument object is referenced until the promise settles, which keeps
+ * its typed arrays alive; the caller must not write to them before then.
+ */
+class PolicyLossWorker : public Napi::AsyncWorker {
+ public:
+  PolicyLossWorker(Napi::Env env, Napi::Object args, PolicyLossCall call)
+      : Napi::AsyncWorker(env, "agentrl:policyLoss"), deferred_(Napi::Promise::Deferred::New(env)),
+        args_(Napi::Persistent(args)), call_(std::move(call)) {}
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      metrics_ = RunPolicyLoss(call_);
+    } catch (const InvalidArgument& e) {
+      code_ = "KERNELS_INVALID_ARGUMENT";
+      SetError(e.what());
+    } catch (const BackendUnavailable& e) {
+      code_ = "KERNELS_BACKEND_UNAVAILABLE";
+      SetError(e.what());
+    } catch (const std::bad_alloc&) {
+      SetError("out of memory");
+    } catch (const std::exception& e) {
+      SetError(e.what());
     }
-    return MetricsToJs(env, m);
+  }
+
+  void OnOK() override { deferred_.Resolve(MetricsToJs(Env(), metrics_)); }
+
+  void OnError(const Napi::Error& e) override {
+    Napi::Error err = Napi::Error::New(Env(), e.Message());
+    err.Set("code", Napi::String::New(Env(), code_));
+    deferred_.Reject(err.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Napi::ObjectReference args_;
+  PolicyLossCall call_;
+  Metrics metrics_;
+  std::string code_ = "KERNELS_NATIVE_FAILURE";
+};
+
+Napi::Value PolicyLossAsync(const Napi::CallbackInfo& info) {
+  return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
+    auto* worker = new PolicyLossWorker(env, o, PreparePolicyLoss(o));
+    Napi::Promise promise = worker->Promise();
+    worker->Queue();  // the worker deletes itself after OnOK / OnError
+    return promise;
   });
 }
 
@@ -216,6 +296,7 @@ Napi::Value ScaleInPlace(const Napi::CallbackInfo& info) {
 void Init(Napi::Env env, Napi::Object exports) {
   exports.Set("scaleFloats", Napi::Function::New(env, ScaleInPlace, "scaleFloats"));
   exports.Set("policyLoss", Napi::Function::New(env, PolicyLoss, "policyLoss"));
+  exports.Set("policyLossAsync", Napi::Function::New(env, PolicyLossAsync, "policyLossAsync"));
   exports.Set("fusedLinear", Napi::Function::New(env, FusedLinear, "fusedLinear"));
   exports.Set("copyFloats", Napi::Function::New(env, CopyBandwidth, "copyFloats"));
 }

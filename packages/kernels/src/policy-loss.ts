@@ -1,6 +1,6 @@
 import { type PolicyLossConfigInput, parsePolicyLossConfig } from './config.js';
 import { KernelError, KernelErrorCode } from './errors.js';
-import { nativeFusedLinear, nativePolicyLoss } from './native/native-policy-loss.js';
+import { nativeFusedLinear, nativePolicyLoss, nativePolicyLossAsync } from './native/native-policy-loss.js';
 import { referenceFusedLinear } from './reference/fused-linear.js';
 import { referencePolicyLoss } from './reference/policy-loss.js';
 import type {
@@ -59,16 +59,24 @@ export function policyLossSync(inputs: PolicyLossInputs, options: PolicyLossOpti
   return nativePolicyLoss(backend as 'cpu' | 'cuda' | 'hip', inputs, cfg, target, T);
 }
 
-/** {@link policyLossSync} for every backend, WebGPU included (which is asynchronous). */
+/**
+ * {@link policyLossSync} for every backend, WebGPU included. The native backends run on the libuv
+ * thread pool, so the event loop (rollouts, tool calls) keeps going; do not write to the input or
+ * output arrays until the promise settles.
+ */
 export async function policyLoss(
   inputs: PolicyLossInputs,
   options: PolicyLossOptions = {},
 ): Promise<PolicyLossResult> {
-  if (options.backend !== 'webgpu') return policyLossSync(inputs, options);
+  const backend = backendOf(options, BACKENDS);
   const [configInput, target] = split(options);
   const cfg = parsePolicyLossConfig(configInput);
-  const [T] = validatePolicyLossInputs(inputs, target, 'webgpu');
-  return webgpuPolicyLoss(inputs as PolicyLossInputs & { logits: Float32Array }, cfg, target, T);
+  const [T] = validatePolicyLossInputs(inputs, target, backend);
+  if (backend === 'reference') return referencePolicyLoss(inputs, cfg, target);
+  if (backend === 'webgpu') {
+    return webgpuPolicyLoss(inputs as PolicyLossInputs & { logits: Float32Array }, cfg, target, T);
+  }
+  return nativePolicyLossAsync(backend, inputs, cfg, target, T);
 }
 
 export interface FusedLinearOptions extends PolicyLossConfigInput {

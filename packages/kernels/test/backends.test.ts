@@ -129,6 +129,32 @@ describe.each(['cpu', 'webgpu', 'cuda', 'hip'] as const)('backend %s', (backend)
   });
 });
 
+describe('async native calls', () => {
+  it('policyLoss on the CPU runs off the event loop (most of its time is awaited, timers fire)', async () => {
+    const inp = makeInputs({ seqLens: [128], V: 1, seed: 1 });
+    const V = 1 << 18;
+    const big = {
+      ...inp,
+      vocabSize: V,
+      targets: new Int32Array(128).fill(5),
+      logits: new Float32Array(128 * V).fill(0.25),
+    };
+    await policyLoss(big, { backend: 'cpu', inPlace: true }); // warm-up
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const t0 = performance.now();
+    const pending = policyLoss(big, { backend: 'cpu', inPlace: true });
+    const t1 = performance.now();
+    const r = await pending;
+    const t2 = performance.now();
+    clearInterval(timer);
+    expect(Number.isFinite(r.loss)).toBe(true);
+    // a synchronous kernel would spend its time before `await` (t1 - t0) and let no timer run
+    expect(t2 - t1).toBeGreaterThan(t1 - t0);
+    expect(ticks).toBeGreaterThan(0);
+  });
+});
+
 describe('webgpu chunking', () => {
   it.skipIf(!runnable('webgpu'))(
     'rows split across storage-binding chunks give the same result',

@@ -23,22 +23,26 @@ export interface NativeConfig {
 export type NativeMetrics = PolicyLossMetrics & { loss: number };
 
 /** The `addon.kernels` surface (native/src/kernels/kernels_module.cc). */
+export interface PolicyLossArgs {
+  backend: 'cpu' | 'cuda' | 'hip';
+  logits: Float32Array | Uint16Array;
+  bf16: boolean;
+  vocabSize: number;
+  targets: Int32Array;
+  oldLogprobs: Float32Array;
+  advantages: Float32Array;
+  lossMask: Uint8Array;
+  cuSeqlens: Int32Array;
+  dlogits: Float32Array;
+  logp: Float32Array;
+  entropy: Float32Array | undefined;
+  config: NativeConfig;
+}
+
 export interface KernelsAddon {
-  policyLoss(args: {
-    backend: 'cpu' | 'cuda' | 'hip';
-    logits: Float32Array | Uint16Array;
-    bf16: boolean;
-    vocabSize: number;
-    targets: Int32Array;
-    oldLogprobs: Float32Array;
-    advantages: Float32Array;
-    lossMask: Uint8Array;
-    cuSeqlens: Int32Array;
-    dlogits: Float32Array;
-    logp: Float32Array;
-    entropy: Float32Array | undefined;
-    config: NativeConfig;
-  }): NativeMetrics;
+  policyLoss(args: PolicyLossArgs): NativeMetrics;
+  /** The same on the libuv thread pool; `args` and its arrays stay referenced until it settles. */
+  policyLossAsync(args: PolicyLossArgs): Promise<NativeMetrics>;
   fusedLinear(args: {
     hidden: Float32Array;
     weight: Float32Array;
@@ -102,17 +106,28 @@ export function kernelsAddon(): KernelsAddon {
   }
 }
 
+function toKernelError(err: unknown): KernelError {
+  if (err instanceof KernelError) return err;
+  const e = err as Error & { code?: string };
+  const known = Object.values(KernelErrorCode) as string[];
+  const code = (e.code && known.includes(e.code) ? e.code : KernelErrorCode.NativeFailure) as KernelErrorCode;
+  return new KernelError(code, `native: ${e.message}`, { cause: err });
+}
+
 /** Runs a native call and turns its error (which carries `code`) into a KernelError. */
 export function callNative<R>(fn: () => R): R {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof KernelError) throw err;
-    const e = err as Error & { code?: string };
-    const known = Object.values(KernelErrorCode) as string[];
-    const code = (
-      e.code && known.includes(e.code) ? e.code : KernelErrorCode.NativeFailure
-    ) as KernelErrorCode;
-    throw new KernelError(code, `native: ${e.message}`, { cause: err });
+    throw toKernelError(err);
+  }
+}
+
+/** {@link callNative} for calls that return a promise (errors may throw or reject). */
+export async function callNativeAsync<R>(fn: () => Promise<R>): Promise<R> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw toKernelError(err);
   }
 }

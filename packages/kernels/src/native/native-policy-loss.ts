@@ -6,11 +6,45 @@ import type {
   PolicyLossInputs,
   PolicyLossResult,
 } from '../types.js';
-import { callNative, kernelsAddon, type NativeMetrics, toNativeConfig } from './binding.js';
+import {
+  callNative,
+  callNativeAsync,
+  kernelsAddon,
+  type NativeMetrics,
+  type PolicyLossArgs,
+  toNativeConfig,
+} from './binding.js';
 
 function split(m: NativeMetrics): { loss: number; metrics: PolicyLossResult['metrics'] } {
   const { loss, tokens, clipFracLow, clipFracHigh, clipFracDual, approxKl, ppoKl, entropy } = m;
   return { loss, metrics: { tokens, clipFracLow, clipFracHigh, clipFracDual, approxKl, ppoKl, entropy } };
+}
+
+function policyLossArgs(
+  backend: 'cpu' | 'cuda' | 'hip',
+  inp: PolicyLossInputs,
+  cfg: PolicyLossConfig,
+  out: GradTarget,
+  T: number,
+): PolicyLossArgs {
+  const bf16 = inp.logits instanceof Uint16Array;
+  return {
+    backend,
+    logits: inp.logits,
+    bf16,
+    vocabSize: inp.vocabSize,
+    targets: inp.targets,
+    oldLogprobs: inp.oldLogprobs,
+    advantages: inp.advantages,
+    lossMask: inp.lossMask,
+    cuSeqlens: inp.cuSeqlens,
+    dlogits: out.inPlace
+      ? (inp.logits as Float32Array)
+      : (out.gradOut ?? new Float32Array(inp.logits.length)),
+    logp: new Float32Array(T),
+    entropy: cfg.computeEntropy ? new Float32Array(T) : undefined,
+    config: toNativeConfig(cfg),
+  };
 }
 
 /** The logits variant on the native CPU, CUDA or HIP backend (inputs already validated). */
@@ -22,29 +56,23 @@ export function nativePolicyLoss(
   T: number,
 ): PolicyLossResult {
   const k = kernelsAddon();
-  const bf16 = inp.logits instanceof Uint16Array;
-  const dlogits = out.inPlace
-    ? (inp.logits as Float32Array)
-    : (out.gradOut ?? new Float32Array(inp.logits.length));
-  const logp = new Float32Array(T);
-  const m = callNative(() =>
-    k.policyLoss({
-      backend,
-      logits: inp.logits,
-      bf16,
-      vocabSize: inp.vocabSize,
-      targets: inp.targets,
-      oldLogprobs: inp.oldLogprobs,
-      advantages: inp.advantages,
-      lossMask: inp.lossMask,
-      cuSeqlens: inp.cuSeqlens,
-      dlogits,
-      logp,
-      entropy: cfg.computeEntropy ? new Float32Array(T) : undefined,
-      config: toNativeConfig(cfg),
-    }),
-  );
-  return { ...split(m), dlogits, logprobs: logp };
+  const args = policyLossArgs(backend, inp, cfg, out, T);
+  const m = callNative(() => k.policyLoss(args));
+  return { ...split(m), dlogits: args.dlogits, logprobs: args.logp };
+}
+
+/** {@link nativePolicyLoss} on the libuv thread pool: the event loop stays free while it runs. */
+export async function nativePolicyLossAsync(
+  backend: 'cpu' | 'cuda' | 'hip',
+  inp: PolicyLossInputs,
+  cfg: PolicyLossConfig,
+  out: GradTarget,
+  T: number,
+): Promise<PolicyLossResult> {
+  const k = kernelsAddon();
+  const args = policyLossArgs(backend, inp, cfg, out, T);
+  const m = await callNativeAsync(() => k.policyLossAsync(args));
+  return { ...split(m), dlogits: args.dlogits, logprobs: args.logp };
 }
 
 /** The fused-linear variant on the native CPU backend; also reports the workspace it allocated. */
