@@ -43,15 +43,56 @@ PackBuffers& ThreadBuffers() {
   return buffers;
 }
 
+#if defined(__AVX512F__)
+// In-register 16x16 transpose: afterwards r[x] lane c holds what r[c] lane x held.
+inline void Transpose16x16(__m512 r[16]) {
+  __m512 t[16];
+  for (int c = 0; c < 16; c += 2) {
+    t[c] = _mm512_unpacklo_ps(r[c], r[c + 1]);
+    t[c + 1] = _mm512_unpackhi_ps(r[c], r[c + 1]);
+  }
+  for (int c = 0; c < 16; c += 4) {
+    r[c] = _mm512_shuffle_ps(t[c], t[c + 2], 0x44);
+    r[c + 1] = _mm512_shuffle_ps(t[c], t[c + 2], 0xEE);
+    r[c + 2] = _mm512_shuffle_ps(t[c + 1], t[c + 3], 0x44);
+    r[c + 3] = _mm512_shuffle_ps(t[c + 1], t[c + 3], 0xEE);
+  }
+  for (int c = 0; c < 16; c += 8) {
+    for (int d = 0; d < 4; ++d) {
+      t[c + d] = _mm512_shuffle_f32x4(r[c + d], r[c + d + 4], 0x88);
+      t[c + d + 4] = _mm512_shuffle_f32x4(r[c + d], r[c + d + 4], 0xDD);
+    }
+  }
+  for (int d = 0; d < 8; ++d) {
+    r[d] = _mm512_shuffle_f32x4(t[d], t[d + 8], 0x88);
+    r[d + 8] = _mm512_shuffle_f32x4(t[d], t[d + 8], 0xDD);
+  }
+}
+#endif
+
 // Packs op(A)[i0:i0+mc, k0:k0+kc] into panels of kMr rows, k-major inside a panel, zero-padded.
 void PackA(bool trans, const float* a, int lda, int i0, int mc, int k0, int kc, float* dst) {
   for (int p = 0; p < mc; p += kMr) {
     const int rows = std::min(kMr, mc - p);
     float* panel = dst + static_cast<size_t>(p) * kc;
     if (!trans) {
+      int k_done = 0;
+#if defined(__AVX512F__)
+      if (rows == kMr) {
+        // 12 rows x 16 k at a time through the 16x16 transpose (4 zero rows), 12-lane masked stores.
+        const __mmask16 keep = 0x0FFF;
+        for (; k_done + 16 <= kc; k_done += 16) {
+          __m512 r[16];
+          for (int q = 0; q < kMr; ++q) r[q] = _mm512_loadu_ps(a + static_cast<size_t>(i0 + p + q) * lda + k0 + k_done);
+          for (int q = kMr; q < 16; ++q) r[q] = _mm512_setzero_ps();
+          Transpose16x16(r);
+          for (int x = 0; x < 16; ++x) _mm512_mask_storeu_ps(panel + (k_done + x) * kMr, keep, r[x]);
+        }
+      }
+#endif
       for (int r = 0; r < rows; ++r) {
         const float* src = a + static_cast<size_t>(i0 + p + r) * lda + k0;
-        for (int k = 0; k < kc; ++k) panel[k * kMr + r] = src[k];
+        for (int k = k_done; k < kc; ++k) panel[k * kMr + r] = src[k];
       }
     } else {
       for (int k = 0; k < kc; ++k) {
@@ -92,28 +133,7 @@ void PackB(bool trans, const float* b, int ldb, int k0, int kc, int j0, int nc, 
             __m512 r[16];
             for (int c = 0; c < 16; ++c)
               r[c] = _mm512_loadu_ps(b + static_cast<size_t>(j0 + p + half * 16 + c) * ldb + k0 + k);
-            // 16x16 transpose via unpack/shuffle.
-            __m512 t[16];
-            for (int c = 0; c < 16; c += 2) {
-              t[c] = _mm512_unpacklo_ps(r[c], r[c + 1]);
-              t[c + 1] = _mm512_unpackhi_ps(r[c], r[c + 1]);
-            }
-            for (int c = 0; c < 16; c += 4) {
-              r[c] = _mm512_shuffle_ps(t[c], t[c + 2], 0x44);
-              r[c + 1] = _mm512_shuffle_ps(t[c], t[c + 2], 0xEE);
-              r[c + 2] = _mm512_shuffle_ps(t[c + 1], t[c + 3], 0x44);
-              r[c + 3] = _mm512_shuffle_ps(t[c + 1], t[c + 3], 0xEE);
-            }
-            for (int c = 0; c < 16; c += 8) {
-              for (int d = 0; d < 4; ++d) {
-                t[c + d] = _mm512_shuffle_f32x4(r[c + d], r[c + d + 4], 0x88);
-                t[c + d + 4] = _mm512_shuffle_f32x4(r[c + d], r[c + d + 4], 0xDD);
-              }
-            }
-            for (int d = 0; d < 8; ++d) {
-              r[d] = _mm512_shuffle_f32x4(t[d], t[d + 8], 0x88);
-              r[d + 8] = _mm512_shuffle_f32x4(t[d], t[d + 8], 0xDD);
-            }
+            Transpose16x16(r);
             // r[x] now holds k-index k + x across the 16 columns.
             for (int x = 0; x < 16; ++x) {
               _mm512_storeu_ps(panel + static_cast<size_t>(k + x) * kNr + half * 16, r[x]);
@@ -263,7 +283,9 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
 #if defined(AGENTRL_HAVE_OPENMP)
   const double flops = 2.0 * m * n * static_cast<double>(k);
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (threads > 1 && flops > 2e7) {
+  // Decode-sized products (M <= 4) are memory-bound: worth both threads once B is ~0.5 MB.
+  const bool decode = m <= 4 && !trans_a && trans_b && static_cast<double>(n) * k > 1.2e5;
+  if (threads > 1 && (flops > 2e7 || decode)) {
     // Split N (columns) when it is wide enough, else M; each thread runs an independent GEMM.
     const bool split_n = n >= m || n >= threads * 2 * kNr;
     const int extent = split_n ? n : m;
