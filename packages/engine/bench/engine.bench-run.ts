@@ -23,7 +23,7 @@ it('engine benchmark', async () => {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
   const now = () => performance.now() / 1000;
   const peaks: number[] = [];
-  const samplePeak = () => peaks.push(native.peakGflops(3e6).gflops);
+  const samplePeak = () => peaks.push(native.peakGflops(1e7).gflops);
 
   const configs: Record<string, ModelConfigInput> = {
     '10M': {
@@ -242,8 +242,8 @@ it('engine benchmark', async () => {
     date: new Date().toISOString(),
     fma_peak_gflops: peak,
     fma_peak_median_gflops: median(peaks),
-    gemm_100M_fraction_of_peak: gemm.gflops / peak,
-    train_100M_fraction_of_peak: train100.gflops / peak,
+    gemm_100M_fraction_of_best_peak: gemm.gflops / peak,
+    train_100M_fraction_of_best_peak: train100.gflops / peak,
     ...results,
   };
   console.log(
