@@ -201,6 +201,11 @@ export class Model {
     return Math.sqrt(this.native.gradNormSquared(this.handle));
   }
 
+  /** Bytes of KV cache one token takes in a generator (fp32 keys and values of every layer). */
+  kvBytesPerToken(): number {
+    return this.shape.layers * 2 * this.shape.kvHeads * this.shape.headDim * 4;
+  }
+
   /** Call after writing weights through parameter views so generators drop stale KV caches. */
   markWeightsChanged(): void {
     this.version++;

@@ -74,6 +74,39 @@ describe('KV-cache generation', () => {
     });
   });
 
+  it('a request that diverges from its cache keeps the common prefix and equals a fresh run', async () => {
+    const model = createModel(tinyConfig(), { seed: 8 });
+    const gen = createGenerator(model);
+    const params = { temperature: 0, maxNewTokens: 4 };
+    await gen.generate([{ cacheId: 'd', tokenIds: [1, 2, 3, 4, 5, 6], params }]);
+    const [diverged] = await gen.generate([{ cacheId: 'd', tokenIds: [1, 2, 9], params }]);
+    const [fresh] = await createGenerator(model).generate([{ cacheId: 'f', tokenIds: [1, 2, 9], params }]);
+    expect(diverged?.tokenIds).toEqual(fresh?.tokenIds);
+    diverged?.logprobs.forEach((lp, i) => {
+      expect(lp).toBeCloseTo(fresh?.logprobs[i] ?? 0, 5);
+    });
+    gen.release('d');
+    expect(gen.cachedLength('d')).toBe(0);
+    expect(model.kvBytesPerToken()).toBe(2 * 2 * 2 * 8 * 4);
+  });
+
+  it('refuses bad requests with a clear message', async () => {
+    const model = createModel(tinyConfig(), { seed: 9 });
+    const gen = createGenerator(model);
+    await expect(gen.generate([{ cacheId: 'a', tokenIds: [1, 99], params: {} }])).rejects.toThrow(
+      /outside \[0, 50\)/,
+    );
+    await expect(
+      gen.generate([{ cacheId: 'a', tokenIds: [1], params: { stopStrings: ['x'] } }]),
+    ).rejects.toThrow(/decode/);
+    await expect(
+      gen.generate([
+        { cacheId: 'a', tokenIds: [1], params: {} },
+        { cacheId: 'a', tokenIds: [2], params: {} },
+      ]),
+    ).rejects.toThrow(/twice/);
+  });
+
   it('stops on stop tokens and stop strings, keeping them in the output', async () => {
     const model = createModel(tinyConfig(), { seed: 5 });
     const [free] = await createGenerator(model).generate([
