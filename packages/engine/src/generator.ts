@@ -96,12 +96,6 @@ export class Generator {
       }
       if (req.tokenIds.length === 0)
         throw new EngineError('INVALID_REQUEST', `request ${req.cacheId} has no tokens`);
-      if (req.tokenIds.length >= m.shape.maxPositions) {
-        throw new EngineError(
-          'INVALID_REQUEST',
-          `request ${req.cacheId} has ${req.tokenIds.length} tokens, no room below max_position_embeddings (${m.shape.maxPositions})`,
-        );
-      }
       for (const t of req.tokenIds) {
         if (!Number.isInteger(t) || t < 0 || t >= V)
           throw new EngineError('INVALID_REQUEST', `token id ${t} is outside [0, ${V})`);
@@ -113,11 +107,14 @@ export class Generator {
         params,
         random: createRng(seed),
         out: { tokenIds: [], logprobs: [], finishReason: 'length' },
-        done: false,
+        // A sequence already at max_position_embeddings has no room: it ends at once, with 'length'.
+        done: req.tokenIds.length >= m.shape.maxPositions,
       };
     });
     // Prefill: only the part of each sequence its cache does not hold yet.
-    const feeds = active.map((a) => {
+    const prefilling = active.filter((a) => !a.done);
+    if (prefilling.length === 0) return active.map((a) => a.out);
+    const feeds = prefilling.map((a) => {
       const req = requests[a.index] as GenerateRequest;
       const e = a.entry;
       let common = 0;
@@ -128,7 +125,7 @@ export class Generator {
       e.tokens.length = common;
       return req.tokenIds.slice(common);
     });
-    let logits = this.extend(active, feeds);
+    let logits = this.extend(prefilling, feeds);
     while (active.some((a) => !a.done)) {
       const next: number[][] = [];
       const stepping: Active[] = [];
@@ -173,7 +170,10 @@ export class Generator {
         return true;
       }
     }
-    if (a.out.tokenIds.length >= p.maxNewTokens || a.entry.tokens.length >= this.model.shape.maxPositions) {
+    if (
+      a.out.tokenIds.length >= p.maxNewTokens ||
+      a.entry.tokens.length + 1 >= this.model.shape.maxPositions
+    ) {
       a.out.finishReason = 'length';
       return true;
     }

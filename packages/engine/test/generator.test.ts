@@ -107,6 +107,19 @@ describe('KV-cache generation', () => {
     ).rejects.toThrow(/twice/);
   });
 
+  it('a sequence with no room left ends with finishReason length while the others generate', async () => {
+    const model = createModel(tinyConfig({ max_position_embeddings: 16 }), { seed: 10 });
+    const out = await createGenerator(model).generate([
+      { cacheId: 'full', tokenIds: new Array(16).fill(3), params: { maxNewTokens: 4 } },
+      { cacheId: 'room', tokenIds: [1, 2], params: { maxNewTokens: 4 } },
+      { cacheId: 'edge', tokenIds: new Array(14).fill(5), params: { maxNewTokens: 8 } },
+    ]);
+    expect(out[0]).toEqual({ tokenIds: [], logprobs: [], finishReason: 'length' });
+    expect(out[1]?.tokenIds).toHaveLength(4);
+    expect(out[2]?.tokenIds).toHaveLength(2);
+    expect(out[2]?.finishReason).toBe('length');
+  });
+
   it('stops on stop tokens and stop strings, keeping them in the output', async () => {
     const model = createModel(tinyConfig(), { seed: 5 });
     const [free] = await createGenerator(model).generate([
