@@ -207,16 +207,22 @@ void Model::LayerForward(int layer, const float* x_in, float* x_out, LayerActs& 
                           total, shape);
   } else {
     std::vector<const float*> kc(caches->size()), vc(caches->size());
+    std::vector<int32_t> caps(caches->size());
     for (size_t b = 0; b < caches->size(); ++b) {
       kc[b] = (*caches)[b]->k[layer].data();
       vc[b] = (*caches)[b]->v[layer].data();
+      caps[b] = (*caches)[b]->cap;
     }
     for (int t = 0; t < total; ++t) {
       KvCache* cache = (*caches)[seq_of_[t]];
-      std::memcpy(cache->k[layer].data() + static_cast<size_t>(pos[t]) * kd, a.k.data() + t * kd, kd * sizeof(float));
+      const size_t cap = static_cast<size_t>(cache->cap);
+      float* kt = cache->k[layer].data();
+      const float* kn = a.k.data() + static_cast<size_t>(t) * kd;
+      for (int i = 0; i < kd; ++i) kt[static_cast<size_t>(i) * cap + pos[t]] = kn[i];  // keys stored transposed
       std::memcpy(cache->v[layer].data() + static_cast<size_t>(pos[t]) * kd, a.v.data() + t * kd, kd * sizeof(float));
     }
-    cpu::AttentionCached(a.q.data(), a.att.data(), seq_of_.data(), pos, total, kc.data(), vc.data(), shape);
+    cpu::AttentionCached(a.q.data(), a.att.data(), seq_of_.data(), pos, total, kc.data(), caps.data(), vc.data(),
+                         shape);
   }
   std::memcpy(a.xmid.data(), x_in, T * h * sizeof(float));
   Sgemm(false, true, total, h, qd, 1.0f, a.att.data(), qd, p.wo, qd, 1.0f, a.xmid.data(), h);
@@ -477,12 +483,17 @@ void Model::Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, c
     if (need > cache->cap) {
       const int cap = std::max(need, std::max(64, cache->cap * 2));
       for (int l = 0; l < c.layers; ++l) {
-        for (auto* bufs : {&cache->k, &cache->v}) {
-          Buffer grown(static_cast<size_t>(cap) * kd);
-          if (cache->len > 0)
-            std::memcpy(grown.data(), (*bufs)[l].data(), static_cast<size_t>(cache->len) * kd * sizeof(float));
-          std::swap((*bufs)[l], grown);
+        Buffer grown_v(static_cast<size_t>(cap) * kd);
+        if (cache->len > 0)
+          std::memcpy(grown_v.data(), cache->v[l].data(), static_cast<size_t>(cache->len) * kd * sizeof(float));
+        std::swap(cache->v[l], grown_v);
+        // Keys are [kd][cap]: each of the kd rows moves to its new stride.
+        Buffer grown_k(static_cast<size_t>(cap) * kd);
+        for (int i = 0; i < kd && cache->len > 0; ++i) {
+          std::memcpy(grown_k.data() + static_cast<size_t>(i) * cap,
+                      cache->k[l].data() + static_cast<size_t>(i) * cache->cap, static_cast<size_t>(cache->len) * sizeof(float));
         }
+        std::swap(cache->k[l], grown_k);
       }
       cache->cap = cap;
     }

@@ -73,7 +73,7 @@ struct LayerActs {
 
 struct KvCache {
   int len = 0, cap = 0;
-  std::vector<Buffer> k, v;  // per layer, [cap, kv_heads * head_dim]
+  std::vector<Buffer> k, v;  // per layer: k transposed [kv_heads * head_dim][cap], v [cap][kv_heads * head_dim]
 };
 
 class Model {

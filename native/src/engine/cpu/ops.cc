@@ -227,7 +227,8 @@ void AttentionBackward(const float* q, const float* k, const float* v, const flo
 }
 
 void AttentionCached(const float* q, float* out, const int32_t* seq_of, const int32_t* pos, int total,
-                     const float* const* k_cache, const float* const* v_cache, const AttnShape& s) {
+                     const float* const* k_cache_t, const int32_t* cache_cap, const float* const* v_cache,
+                     const AttnShape& s) {
   const int d = s.head_dim;
   const int qs = s.heads * d;
   const int ks = s.kv_heads * d;
@@ -242,24 +243,30 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
       const int h = task % s.heads;
       const int g = h / group;
       const int n = pos[t] + 1;
-      const float* kc = k_cache[seq_of[t]];
+      const size_t cap = static_cast<size_t>(cache_cap[seq_of[t]]);
+      const float* kt = k_cache_t[seq_of[t]] + static_cast<size_t>(g) * d * cap;
       const float* vc = v_cache[seq_of[t]];
       if (static_cast<int>(p.size()) < n) p.resize(n);
+      float* pr = p.data();
       const float* qi = q + static_cast<size_t>(t) * qs + h * d;
-      float mx = -INFINITY;
-      for (int j = 0; j < n; ++j) {
-        p[j] = s.scale * Dot(qi, kc + static_cast<size_t>(j) * ks + g * d, d);
-        mx = std::max(mx, p[j]);
+      std::memset(pr, 0, sizeof(float) * n);
+      for (int c = 0; c < d; ++c) {
+        const float qc = qi[c] * s.scale;
+        const float* row = kt + static_cast<size_t>(c) * cap;
+#pragma omp simd
+        for (int j = 0; j < n; ++j) pr[j] += qc * row[j];
       }
+      float mx = -INFINITY;
+      for (int j = 0; j < n; ++j) mx = std::max(mx, pr[j]);
       float sum = 0.0f;
       for (int j = 0; j < n; ++j) {
-        p[j] = std::exp(p[j] - mx);
-        sum += p[j];
+        pr[j] = std::exp(pr[j] - mx);
+        sum += pr[j];
       }
       float* oi = out + static_cast<size_t>(t) * qs + h * d;
       std::memset(oi, 0, sizeof(float) * d);
       const float inv = 1.0f / sum;
-      for (int j = 0; j < n; ++j) Axpy(p[j] * inv, vc + static_cast<size_t>(j) * ks + g * d, oi, d);
+      for (int j = 0; j < n; ++j) Axpy(pr[j] * inv, vc + static_cast<size_t>(j) * ks + g * d, oi, d);
     }
   }
 }

@@ -30,8 +30,11 @@ void AttentionBackward(const float* q, const float* k, const float* v, const flo
                        int total, const AttnShape& s);
 
 // Decode/prefill attention against per-sequence caches: token t of the batch belongs to sequence
-// seq_of[t], sits at position pos[t] and attends to cached keys [0, pos[t]].
+// seq_of[t], sits at position pos[t] and attends to cached keys [0, pos[t]]. Keys are cached
+// transposed, [kv_heads][head_dim][cap] (cap = cache_cap[seq]), so a query's scores against all
+// keys are head_dim contiguous, vectorised row updates; values are [cap][kv_heads * head_dim].
 void AttentionCached(const float* q, float* out, const int32_t* seq_of, const int32_t* pos, int total,
-                     const float* const* k_cache, const float* const* v_cache, const AttnShape& s);
+                     const float* const* k_cache_t, const int32_t* cache_cap, const float* const* v_cache,
+                     const AttnShape& s);
 
 }  // namespace agentrl::engine::cpu
