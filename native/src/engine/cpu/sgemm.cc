@@ -224,20 +224,83 @@ void MicroKernel(int kc, const float* a, const float* b, float* c, int ldc, int 
   }
 }
 
-// Small-M NT case (decode, M <= 4): dot products against contiguous rows of B, no packing.
-void SmallMNt(int m, int n_begin, int n_end, int k, float alpha, const float* a, int lda, const float* b,
-              int ldb, float beta, float* c, int ldc) {
-  for (int j = n_begin; j < n_end; ++j) {
-    const float* bj = b + static_cast<size_t>(j) * ldb;
-    for (int i = 0; i < m; ++i) {
-      const float* ai = a + static_cast<size_t>(i) * lda;
-      float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-      for (int p = 0; p < k; ++p) s += ai[p] * bj[p];
-      float* out = c + static_cast<size_t>(i) * ldc + j;
-      *out = beta == 0.0f ? alpha * s : alpha * s + beta * *out;
+// Small-M NT case (decode: M <= kSmallM rows against a weight stored [N, K]): register-blocked dot
+// products, 4 rows x 4 weight rows at a time with 16 independent vector accumulators along k, and
+// no packing, which would cost as much as the product itself at this M.
+constexpr int kSmallM = 16;
+
+#if defined(__AVX512F__)
+inline float Hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
+
+// One dot product in exactly the order the 4x4 blocks below use.
+inline float Dot16(const float* x, const float* y, int k16, __mmask16 tail) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int p = 0; p < k16; p += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + p), _mm512_loadu_ps(y + p), acc);
+  if (tail) acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, x + k16), _mm512_maskz_loadu_ps(tail, y + k16), acc);
+  return Hsum(acc);
+}
+#endif
+
+void SmallMNt(int m, int n_begin, int n_end, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+              float beta, float* c, int ldc) {
+  auto store = [&](int i, int j, float s) {
+    float* out = c + static_cast<size_t>(i) * ldc + j;
+    *out = beta == 0.0f ? alpha * s : alpha * s + beta * *out;
+  };
+  int i0 = 0;
+#if defined(__AVX512F__)
+  const int k16 = k / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (k - k16)) - 1u);
+  for (; i0 + 4 <= m; i0 += 4) {
+    const float* ar[4];
+    for (int r = 0; r < 4; ++r) ar[r] = a + static_cast<size_t>(i0 + r) * lda;
+    int j = n_begin;
+    for (; j + 4 <= n_end; j += 4) {
+      const float* br[4];
+      for (int q = 0; q < 4; ++q) br[q] = b + static_cast<size_t>(j + q) * ldb;
+      __m512 acc[4][4];
+      for (int r = 0; r < 4; ++r)
+        for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_setzero_ps();
+      for (int p = 0; p < k16; p += 16) {
+        __m512 bv[4];
+        for (int q = 0; q < 4; ++q) bv[q] = _mm512_loadu_ps(br[q] + p);
+        for (int r = 0; r < 4; ++r) {
+          const __m512 av = _mm512_loadu_ps(ar[r] + p);
+          for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_fmadd_ps(av, bv[q], acc[r][q]);
+        }
+      }
+      if (tail) {
+        __m512 bv[4];
+        for (int q = 0; q < 4; ++q) bv[q] = _mm512_maskz_loadu_ps(tail, br[q] + k16);
+        for (int r = 0; r < 4; ++r) {
+          const __m512 av = _mm512_maskz_loadu_ps(tail, ar[r] + k16);
+          for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_fmadd_ps(av, bv[q], acc[r][q]);
+        }
+      }
+      for (int r = 0; r < 4; ++r)
+        for (int q = 0; q < 4; ++q) store(i0 + r, j + q, Hsum(acc[r][q]));
+    }
+    for (; j < n_end; ++j) {
+      for (int r = 0; r < 4; ++r) store(i0 + r, j, Dot16(ar[r], b + static_cast<size_t>(j) * ldb, k16, tail));
     }
   }
+  // Leftover rows use the same per-element arithmetic as the blocks: results never depend on how
+  // rows or columns were grouped (or split between threads).
+  for (int i = i0; i < m; ++i) {
+    const float* ai = a + static_cast<size_t>(i) * lda;
+    for (int j = n_begin; j < n_end; ++j) store(i, j, Dot16(ai, b + static_cast<size_t>(j) * ldb, k16, tail));
+  }
+#else
+  for (int i = i0; i < m; ++i) {
+    const float* ai = a + static_cast<size_t>(i) * lda;
+    for (int j = n_begin; j < n_end; ++j) {
+      const float* bj = b + static_cast<size_t>(j) * ldb;
+      float s = 0.0f;
+      for (int p = 0; p < k; ++p) s += ai[p] * bj[p];
+      store(i, j, s);
+    }
+  }
+#endif
 }
 
 }  // namespace
@@ -250,7 +313,7 @@ void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, c
       for (int j = 0; j < n; ++j) c[static_cast<size_t>(i) * ldc + j] = beta == 0.0f ? 0.0f : beta * c[static_cast<size_t>(i) * ldc + j];
     return;
   }
-  if (allow_small_m && m <= 4 && !trans_a && trans_b) {
+  if (allow_small_m && m <= kSmallM && !trans_a && trans_b) {
     SmallMNt(m, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -283,8 +346,8 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
 #if defined(AGENTRL_HAVE_OPENMP)
   const double flops = 2.0 * m * n * static_cast<double>(k);
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  // Decode-sized products (M <= 4) are memory-bound: worth both threads once B is ~0.5 MB.
-  const bool decode = m <= 4 && !trans_a && trans_b && static_cast<double>(n) * k > 1.2e5;
+  // Decode-sized products are memory-bound: worth both threads once B is ~0.5 MB.
+  const bool decode = m <= kSmallM && !trans_a && trans_b && static_cast<double>(n) * k > 1.2e5;
   if (threads > 1 && (flops > 2e7 || decode)) {
     // Split N (columns) when it is wide enough, else M; each thread runs an independent GEMM.
     const bool split_n = n >= m || n >= threads * 2 * kNr;
@@ -304,7 +367,7 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
         } else {
           const float* at = trans_a ? a + begin : a + static_cast<size_t>(begin) * lda;
           SgemmSerial(trans_a, trans_b, end - begin, n, k, alpha, at, lda, b, ldb, beta,
-                      c + static_cast<size_t>(begin) * ldc, ldc, m <= 4);
+                      c + static_cast<size_t>(begin) * ldc, ldc, m <= kSmallM);
         }
       }
     }

@@ -10,7 +10,7 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
            const float* b, int ldb, float beta, float* c, int ldc);
 
 // The same, on the calling thread only (for use inside an OpenMP region). `allow_small_m` lets
-// M <= 4 take the dot-product path; Sgemm turns it off for row slices it made itself, so every
+// M <= 16 take the dot-product path; Sgemm turns it off for row slices it made itself, so every
 // element is summed in the same order whatever the thread count.
 void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                  const float* b, int ldb, float beta, float* c, int ldc, bool allow_small_m = true);
