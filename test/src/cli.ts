@@ -61,11 +61,11 @@ export function readJsonl(path: string): Record<string, unknown>[] {
     });
 }
 
-/** Resolves when `predicate` holds, polling every 100 ms, or rejects after `ms`. */
+/** Resolves when `predicate` holds, polling every 20 ms, or rejects after `ms`. */
 export async function waitFor(predicate: () => boolean, ms: number, what: string): Promise<void> {
   const until = Date.now() + ms;
   while (!predicate()) {
     if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -143,8 +143,15 @@ describe('agentrl train --preset smoke', () => {
       );
       child.kill('SIGKILL');
       expect((await child.result).signal).toBe('SIGKILL');
+      // The kill landed mid-run: the final evaluation (after step 4) was never written.
+      expect(
+        readJsonl(join(dir, 'metrics.jsonl'))
+          .filter((m) => m.phase === 'eval')
+          .map((m) => m.step),
+      ).toEqual([0]);
       const resumed = await runCli(['train', '--resume', dir, '--no-progress']);
       expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stderr).toMatch(/resuming .* at RL step 2/);
       const a = readJsonl(join(runs, 'full', 'metrics.jsonl')).map(stripTiming);
       const b = readJsonl(join(dir, 'metrics.jsonl')).map(stripTiming);
       expect(b).toEqual(a);

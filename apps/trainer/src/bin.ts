@@ -1,5 +1,9 @@
 #!/usr/bin/env node
-import { main, reportError } from './cli/main.js';
+import { register } from 'node:module';
+
+// Before the CLI's imports load: see cjs-interop-hook.ts.
+register('./cjs-interop-hook.js', import.meta.url);
+const { main, reportError } = await import('./cli/main.js');
 
 main(process.argv.slice(2)).then(
   (code) => {

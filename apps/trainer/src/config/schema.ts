@@ -16,11 +16,11 @@ export const ModelConfigSchema = z
       .nullable()
       .default(null)
       .describe('checkpoint directory to start from (HF safetensors + config.json); null = random init'),
-    hiddenSize: pos().default(128).describe('width of the residual stream'),
-    numLayers: pos().default(4).describe('transformer blocks'),
-    numHeads: pos().default(4).describe('attention heads'),
+    hiddenSize: pos().default(64).describe('width of the residual stream'),
+    numLayers: pos().default(2).describe('transformer blocks'),
+    numHeads: pos().default(2).describe('attention heads'),
     numKvHeads: pos().default(2).describe('key/value heads (grouped-query attention)'),
-    intermediateSize: pos().default(384).describe('SwiGLU MLP width'),
+    intermediateSize: pos().default(192).describe('SwiGLU MLP width'),
     maxPositions: pos().default(1024).describe('longest sequence the model is built for'),
     ropeTheta: z.number().positive().default(10000).describe('RoPE base'),
     tieEmbeddings: z.boolean().default(true).describe('share the token embedding and lm_head'),
@@ -55,23 +55,37 @@ export const TaskConfigSchema = z
 export const SftConfigSchema = z
   .strictObject({
     enabled: z.boolean().default(true).describe('run the non-reasoning SFT cold start'),
-    examples: pos().default(600).describe('demonstrations generated from the training split'),
-    steps: int().nonnegative().default(150).describe('optimizer steps of SFT'),
+    examples: pos().default(2000).describe('demonstrations generated from the training split'),
+    steps: int().nonnegative().default(1000).describe('optimizer steps of SFT'),
     batchSize: pos().default(16).describe('demonstrations per SFT step'),
     lr: z.number().positive().default(3e-3).describe('SFT peak learning rate'),
-    warmupSteps: int().nonnegative().default(10).describe('SFT linear warm-up steps'),
+    warmupSteps: int().nonnegative().default(20).describe('SFT linear warm-up steps'),
+    beta2: z
+      .number()
+      .min(0)
+      .lt(1)
+      .default(0.9)
+      .describe(
+        'AdamW beta2 of SFT; short memory lets the small copy signal through once the format is learned',
+      ),
+    maskDirectAnswers: z
+      .boolean()
+      .default(true)
+      .describe(
+        'no loss on the digits of answers given without the tool (unlearnable for the model; format only)',
+      ),
     mix: z
       .strictObject({
-        tool: z.number().min(0).default(0.35).describe('share of clean tool-use demonstrations'),
+        tool: z.number().min(0).default(0.3).describe('share of clean tool-use demonstrations'),
         noTool: z
           .number()
           .min(0)
-          .default(0.45)
+          .default(0.55)
           .describe('share answered without the tool (a guessed answer the model cannot learn)'),
         toolErrorFixed: z
           .number()
           .min(0)
-          .default(0.2)
+          .default(0.15)
           .describe('share whose first tool call fails and is corrected in a later turn'),
       })
       .prefault({})
@@ -124,6 +138,7 @@ export const RlConfigSchema = z
     lr: z.number().positive().default(1e-3).describe('RL learning rate (constant after warm-up)'),
     warmupSteps: int().nonnegative().default(2).describe('RL linear warm-up steps'),
     weightDecay: z.number().min(0).default(0).describe('AdamW decoupled weight decay'),
+    beta2: z.number().min(0).lt(1).default(0.99).describe('AdamW beta2 of RL'),
     gradClip: z.number().positive().default(1).describe('global grad-norm clip'),
     clipLow: z.number().min(0).default(0.2).describe('PPO clip ratio below 1'),
     clipHigh: z.number().min(0).default(0.28).describe('PPO clip ratio above 1 (clip-higher)'),

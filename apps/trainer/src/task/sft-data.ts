@@ -12,6 +12,8 @@ export interface SftDemo {
   kind: DemoKind;
   /** system, user, then alternating assistant / tool-response turns; loss on assistant turns only. */
   messages: ChatMessage[];
+  /** For `noTool`: the answer text inside the final \\boxed{}, which a tiny model cannot learn to produce. */
+  directAnswer?: string;
 }
 
 export interface SftDataOptions {
@@ -76,7 +78,12 @@ export async function buildSftDemos(problems: readonly Problem[], opts: SftDataO
       messages.push({ role: 'user', content: opts.renderToolResponse(outcome) });
       messages.push({ role: 'assistant', content: `\\boxed{${outcome.stdout.trim() || problem.answer}}` });
     }
-    demos.push({ problemId: problem.id, kind, messages });
+    demos.push({
+      problemId: problem.id,
+      kind,
+      messages,
+      ...(kind === 'noTool' ? { directAnswer: problem.answer } : {}),
+    });
   }
   return demos;
 }

@@ -91,6 +91,7 @@ export class NativeTrainer implements TrainablePolicy {
           totalSteps: Math.max(1, sft.steps),
           minLrRatio: 0.1,
           weightDecay: 0,
+          beta2: sft.beta2,
           maxGradNorm: rl.gradClip,
         })
       : createAdamW(this.model, {
@@ -99,7 +100,7 @@ export class NativeTrainer implements TrainablePolicy {
           schedule: 'constant',
           weightDecay: rl.weightDecay,
           maxGradNorm: rl.gradClip,
-          beta2: 0.99,
+          beta2: rl.beta2,
         });
   }
 

@@ -9,7 +9,12 @@ import type { MaskedSequence, TrainablePolicy } from './policy.js';
  * each assistant turn as sampled (loss on), each tool response as the segment the loop appends
  * (loss off), and the end-of-turn token after the final answer (loss on: the model must learn to stop).
  */
-export function tokenizeDemo(demo: SftDemo, chat: ChatFormat, tokenizer: RolloutTokenizer): MaskedSequence {
+export function tokenizeDemo(
+  demo: SftDemo,
+  chat: ChatFormat,
+  tokenizer: RolloutTokenizer,
+  opts: { maskDirectAnswer?: boolean } = {},
+): MaskedSequence {
   const promptMessages = demo.messages.slice(0, 2);
   const tokenIds = tokenizer.encode(chat.renderPrompt(promptMessages));
   const lossMask: (0 | 1)[] = tokenIds.map(() => 0);
@@ -26,6 +31,12 @@ export function tokenizeDemo(demo: SftDemo, chat: ChatFormat, tokenizer: Rollout
     if (next?.role === 'user') {
       push(m.content, 1);
       push(chat.toolResponseSegment(m.content, next.content), 0);
+    } else if (opts.maskDirectAnswer && demo.directAnswer && m.content.includes(demo.directAnswer)) {
+      // Format only: learn `\boxed{` ... `}` and stopping, not digits no small model can compute.
+      const at = m.content.lastIndexOf(demo.directAnswer);
+      push(m.content.slice(0, at), 1);
+      push(demo.directAnswer, 0);
+      push(m.content.slice(at + demo.directAnswer.length) + chat.endOfTurn, 1);
     } else {
       push(m.content + chat.endOfTurn, 1);
     }

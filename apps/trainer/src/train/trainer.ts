@@ -102,7 +102,9 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
         renderToolResponse: (o) => wrapToolResponse(formatToolOutcome(o, cfg.rl.toolResponseMaxChars)),
       });
       writeFileSync(run.sftDataPath, demos.map((d) => JSON.stringify(d)).join('\n') + '\n');
-      const sequences = demos.map((d) => tokenizeDemo(d, factory.chatFormat, env.tokenizer));
+      const sequences = demos.map((d) =>
+        tokenizeDemo(d, factory.chatFormat, env.tokenizer, { maskDirectAnswer: cfg.sft.maskDirectAnswers }),
+      );
       progress.start(cfg.sft.steps, 0, 'sft');
       await runSft({
         cfg,
