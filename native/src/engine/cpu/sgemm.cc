@@ -346,9 +346,9 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
 #if defined(AGENTRL_HAVE_OPENMP)
   const double flops = 2.0 * m * n * static_cast<double>(k);
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  // Decode-sized products are memory-bound: worth both threads once B is ~0.5 MB.
-  const bool decode = m <= kSmallM && !trans_a && trans_b && static_cast<double>(n) * k > 1.2e5;
-  if (threads > 1 && (flops > 2e7 || decode)) {
+  // Below ~20 MFLOP (every decode step of a small model) waking a second thread costs more than
+  // it saves, above all on a shared machine.
+  if (threads > 1 && flops > 2e7) {
     // Split N (columns) when it is wide enough, else M; each thread runs an independent GEMM.
     const bool split_n = n >= m || n >= threads * 2 * kNr;
     const int extent = split_n ? n : m;
