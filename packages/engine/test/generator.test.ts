@@ -31,17 +31,22 @@ describe('KV-cache generation', () => {
     });
   });
 
-  it('stays exact while the caches grow (transposed keys are re-laid out)', async () => {
-    const model = createModel(tinyConfig({ max_position_embeddings: 256 }), { seed: 11 });
-    const gen = createGenerator(model);
-    const prompt = Array.from({ length: 70 }, (_, i) => (i * 13) % V);
-    const params = { temperature: 1, maxNewTokens: 80, seed: 3 };
-    const [a] = await gen.generate([{ cacheId: 'g', tokenIds: prompt, params }]);
-    const expected = fullForwardLogprobs(model, [...prompt, ...(a?.tokenIds ?? [])], prompt.length);
-    a?.logprobs.forEach((lp, i) => {
-      expect(lp).toBeCloseTo(expected[i] ?? 0, 4);
-    });
-  });
+  it.each([8, 16, 32])(
+    'stays exact while the caches grow (head_dim %i: scalar and vector paths)',
+    async (headDim) => {
+      const model = createModel(tinyConfig({ max_position_embeddings: 256, head_dim: headDim }), {
+        seed: 11,
+      });
+      const gen = createGenerator(model);
+      const prompt = Array.from({ length: 70 }, (_, i) => (i * 13) % V);
+      const params = { temperature: 1, maxNewTokens: 80, seed: 3 };
+      const [a] = await gen.generate([{ cacheId: 'g', tokenIds: prompt, params }]);
+      const expected = fullForwardLogprobs(model, [...prompt, ...(a?.tokenIds ?? [])], prompt.length);
+      a?.logprobs.forEach((lp, i) => {
+        expect(lp).toBeCloseTo(expected[i] ?? 0, 4);
+      });
+    },
+  );
 
   it('temperature scales the reported logprob (log-softmax of logits / T)', async () => {
     const model = createModel(tinyConfig(), { seed: 2 });

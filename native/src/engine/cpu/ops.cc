@@ -9,6 +9,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace agentrl::engine::cpu {
 
 void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps) {
@@ -226,6 +230,79 @@ void AttentionBackward(const float* q, const float* k, const float* v, const flo
   }
 }
 
+namespace {
+
+// scores[j] = scale * q . k_j for j < n, keys stored transposed (row c = component c of every key).
+// Blocks of 64 keys keep four vector accumulators in registers across all d components.
+void CachedScores(const float* q, const float* kt, size_t cap, int n, int d, float scale, float* scores) {
+#if defined(__AVX512F__)
+  // Masked loads cover the last partial block without reading past the row (or the buffer).
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (int j0 = 0; j0 < n; j0 += 64) {
+    const int rem = std::min(64, n - j0);
+    __mmask16 m[4];
+    for (int i = 0; i < 4; ++i) {
+      const int left = rem - 16 * i;
+      m[i] = left >= 16 ? static_cast<__mmask16>(0xFFFF) : left > 0 ? static_cast<__mmask16>((1u << left) - 1u) : 0;
+    }
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    for (int c = 0; c < d; ++c) {
+      const __m512 qc = _mm512_set1_ps(q[c]);
+      const float* row = kt + static_cast<size_t>(c) * cap + j0;
+      a0 = _mm512_fmadd_ps(qc, _mm512_maskz_loadu_ps(m[0], row), a0);
+      a1 = _mm512_fmadd_ps(qc, _mm512_maskz_loadu_ps(m[1], row + 16), a1);
+      a2 = _mm512_fmadd_ps(qc, _mm512_maskz_loadu_ps(m[2], row + 32), a2);
+      a3 = _mm512_fmadd_ps(qc, _mm512_maskz_loadu_ps(m[3], row + 48), a3);
+    }
+    _mm512_mask_storeu_ps(scores + j0, m[0], _mm512_mul_ps(a0, sc));
+    _mm512_mask_storeu_ps(scores + j0 + 16, m[1], _mm512_mul_ps(a1, sc));
+    _mm512_mask_storeu_ps(scores + j0 + 32, m[2], _mm512_mul_ps(a2, sc));
+    _mm512_mask_storeu_ps(scores + j0 + 48, m[3], _mm512_mul_ps(a3, sc));
+  }
+#else
+  std::memset(scores, 0, sizeof(float) * n);
+  for (int c = 0; c < d; ++c) {
+    const float qc = q[c];
+    const float* row = kt + static_cast<size_t>(c) * cap;
+    for (int j = 0; j < n; ++j) scores[j] += qc * row[j];
+  }
+  for (int j = 0; j < n; ++j) scores[j] *= scale;
+#endif
+}
+
+// out[0:d] = inv * sum_j p[j] * v_j (rows of stride ks); accumulators stay in registers over j.
+void CachedValues(const float* p, float inv, const float* v, int ks, int n, int d, float* out) {
+#if defined(__AVX512F__)
+  if (d % 16 == 0 && d <= 128) {
+    __m512 acc[8], acc2[8];
+    const int vecs = d / 16;
+    for (int i = 0; i < vecs; ++i) acc[i] = acc2[i] = _mm512_setzero_ps();
+    int j = 0;
+    for (; j + 2 <= n; j += 2) {
+      const __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
+      const float* v0 = v + static_cast<size_t>(j) * ks;
+      const float* v1 = v0 + ks;
+      for (int i = 0; i < vecs; ++i) {
+        acc[i] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(v0 + 16 * i), acc[i]);
+        acc2[i] = _mm512_fmadd_ps(p1, _mm512_loadu_ps(v1 + 16 * i), acc2[i]);
+      }
+    }
+    if (j < n) {
+      const __m512 p0 = _mm512_set1_ps(p[j]);
+      const float* v0 = v + static_cast<size_t>(j) * ks;
+      for (int i = 0; i < vecs; ++i) acc[i] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(v0 + 16 * i), acc[i]);
+    }
+    const __m512 vi = _mm512_set1_ps(inv);
+    for (int i = 0; i < vecs; ++i) _mm512_storeu_ps(out + 16 * i, _mm512_mul_ps(_mm512_add_ps(acc[i], acc2[i]), vi));
+    return;
+  }
+#endif
+  std::memset(out, 0, sizeof(float) * d);
+  for (int j = 0; j < n; ++j) Axpy(p[j] * inv, v + static_cast<size_t>(j) * ks, out, d);
+}
+
+}  // namespace
+
 void AttentionCached(const float* q, float* out, const int32_t* seq_of, const int32_t* pos, int total,
                      const float* const* k_cache_t, const int32_t* cache_cap, const float* const* v_cache,
                      const AttnShape& s) {
@@ -249,13 +326,7 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
       if (static_cast<int>(p.size()) < n) p.resize(n);
       float* pr = p.data();
       const float* qi = q + static_cast<size_t>(t) * qs + h * d;
-      std::memset(pr, 0, sizeof(float) * n);
-      for (int c = 0; c < d; ++c) {
-        const float qc = qi[c] * s.scale;
-        const float* row = kt + static_cast<size_t>(c) * cap;
-#pragma omp simd
-        for (int j = 0; j < n; ++j) pr[j] += qc * row[j];
-      }
+      CachedScores(qi, kt, cap, n, d, s.scale, pr);
       float mx = -INFINITY;
       for (int j = 0; j < n; ++j) mx = std::max(mx, pr[j]);
       float sum = 0.0f;
@@ -263,10 +334,7 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
         pr[j] = std::exp(pr[j] - mx);
         sum += pr[j];
       }
-      float* oi = out + static_cast<size_t>(t) * qs + h * d;
-      std::memset(oi, 0, sizeof(float) * d);
-      const float inv = 1.0f / sum;
-      for (int j = 0; j < n; ++j) Axpy(pr[j] * inv, vc + static_cast<size_t>(j) * ks + g * d, oi, d);
+      CachedValues(pr, 1.0f / sum, vc + static_cast<size_t>(g) * d, ks, n, d, out + static_cast<size_t>(t) * qs + h * d);
     }
   }
 }
