@@ -1,5 +1,9 @@
 // Microbenchmarks the engine's benchmark reports against: the machine's fp32 FMA peak and the raw
 // SGEMM rate on given shapes, both over the same OpenMP threads the model uses.
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports false "may be used uninitialized" warnings from inside avx512fintrin.h.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <napi.h>
 
 #include <algorithm>

@@ -1,5 +1,9 @@
 // Norms and RoPE are plain vectorisable loops (O(T*H), far below the GEMMs in the profile); causal
 // attention runs its per-block products on the packed SGEMM (see AttentionForward).
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports false "may be used uninitialized" warnings from inside avx512fintrin.h.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "engine/cpu/ops.h"
 
 #include "engine/cpu/sgemm.h"

@@ -2,6 +2,10 @@
 // into MR-tall panels, then run an MR x NR register-blocked FMA micro-kernel over them. The packed
 // B micro-panel (KC x NR, 32 KiB) stays in L1 while A panels stream from L2. Threads split the
 // larger of M and N into independent sub-problems, so there are no barriers inside one GEMM.
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports false "may be used uninitialized" warnings from inside avx512fintrin.h.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "engine/cpu/sgemm.h"
 
 #include <algorithm>
