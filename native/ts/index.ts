@@ -40,6 +40,10 @@ let cached: NativeAddon | undefined;
  */
 export function loadNative(): NativeAddon {
   if (cached) return cached;
+  // OpenMP workers that spin after each parallel region steal the cores from the main thread (and
+  // from the rollout's Python workers) on a shared or oversubscribed machine; sleeping workers cost
+  // microseconds per region instead. libgomp reads this once, when the addon is first loaded.
+  process.env.OMP_WAIT_POLICY ??= 'PASSIVE';
   const candidates = [
     process.env.AGENTRL_NATIVE_PATH,
     resolve(packageRoot, 'build/Release/agentrl.node'),

@@ -63,10 +63,6 @@ let binding: EngineBinding | undefined;
 /** The engine component of the one agentrl addon; throws an actionable error when it is missing. */
 export function engineBinding(): EngineBinding {
   if (binding) return binding;
-  // OpenMP workers that spin after each parallel region steal the cores from the main thread on a
-  // shared or oversubscribed machine; sleeping workers cost microseconds per region instead. libgomp
-  // reads this when the addon loads, so it only takes effect if nothing loaded the addon earlier.
-  process.env.OMP_WAIT_POLICY ??= 'PASSIVE';
   const addon = loadNative();
   const engine = addon.engine as EngineBinding | undefined;
   if (!engine) {
