@@ -44,6 +44,10 @@ describe('pnpm train learns', () => {
         await main(['train', '--name', 'e2e-noroc', '--runsDir', runsDir, '--overwrite', '--no-roc']),
       ).toBe(0);
       console.log('noroc', JSON.stringify(summary('e2e-noroc')));
+      const out = join(runsDir, 'e2e-ablation.html');
+      expect(await main(['report', join(runsDir, 'e2e-roc'), join(runsDir, 'e2e-noroc'), '--out', out])).toBe(
+        0,
+      );
     },
   );
 });

@@ -128,6 +128,10 @@ describe('agentrl train --preset smoke', () => {
     const a = readJsonl(join(runs, 'full', 'metrics.jsonl')).map(stripTiming);
     const b = readJsonl(join(dir, 'metrics.jsonl')).map(stripTiming);
     expect(b).toEqual(a);
+    // One page with both runs overlaid (what the ablation report uses).
+    const page = join(runs, 'both.html');
+    expect((await cli(['report', join(runs, 'full'), dir, '--out', page])).code).toBe(0);
+    expect(readFileSync(page, 'utf8')).toMatch(/full vs stopped[\s\S]*stroke-dasharray/);
   });
 
   it.skipIf(childError !== null)(

@@ -114,3 +114,8 @@ export const SERVE_FLAGS: CommandFlag[] = [
     description: 'modules the warm server imports before forking (default numpy,sympy)',
   },
 ];
+
+/** Flags of `agentrl report`. */
+export const REPORT_FLAGS: CommandFlag[] = [
+  { name: 'out', value: 'file', description: 'where to write the page (default: <first run>/report.html)' },
+];

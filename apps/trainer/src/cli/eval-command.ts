@@ -11,6 +11,7 @@ import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
 import type { Problem } from '../task/problem.js';
 import { createEnvironment } from '../train/create-environment.js';
+import { rewardModeOf } from '../train/reward.js';
 import { createRolloutFactory } from '../train/rollout-factory.js';
 import { parseArgs } from './args.js';
 import { EVAL_FLAGS } from './commands.js';
@@ -87,6 +88,8 @@ export async function runEvalCommand(argv: string[]): Promise<number> {
       maxTurnTokens: cfg.rl.maxTurnTokens,
       seed: hashSeed(cfg.seed, 'eval'),
       systemPrompt: cfg.task.systemPrompt,
+      // Dataset files are general maths: verify the boxed answer unless task.reward says otherwise.
+      rewardMode: data?.length && cfg.task.reward === 'auto' ? 'boxed' : rewardModeOf(cfg.task),
     });
     process.stdout.write(
       `avg@${r.k} pass@1 ${(r.accuracy * 100).toFixed(2)}%  pass@${r.k} ${(r.passAtK * 100).toFixed(2)}%  ` +

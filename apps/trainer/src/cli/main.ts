@@ -1,5 +1,6 @@
 import { TrainerError } from '../errors.js';
 import { runEvalCommand } from './eval-command.js';
+import { runReportCommand } from './report-command.js';
 import { runServeCommand } from './serve-command.js';
 import { runTrainCommand } from './train-command.js';
 
@@ -8,6 +9,7 @@ const USAGE = `usage: agentrl <command> [options]
 commands:
   train            SFT cold start then GRPO-RoC stages; writes runs/<name>/ (see agentrl train --help)
   eval             avg@k pass@1 of a checkpoint or an engine URL (see agentrl eval --help)
+  report           one HTML page with the curves of one or more runs (ablations)
   executor serve   the code-execution HTTP server (see agentrl executor serve --help)
   executor worker  a worker of the distributed (Redis) executor
 
@@ -23,6 +25,8 @@ export async function main(argv: string[]): Promise<number> {
         return await runTrainCommand(rest);
       case 'eval':
         return await runEvalCommand(rest);
+      case 'report':
+        return await runReportCommand(rest);
       case 'executor':
         return await runServeCommand(rest);
       case undefined:
@@ -32,7 +36,10 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(USAGE);
         return command === undefined ? 2 : 0;
       default:
-        throw new TrainerError('USAGE', `unknown command "${command}"; use train, eval or executor serve`);
+        throw new TrainerError(
+          'USAGE',
+          `unknown command "${command}"; use train, eval, report or executor serve`,
+        );
     }
   } catch (err) {
     return reportError(err);

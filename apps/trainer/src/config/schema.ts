@@ -44,6 +44,12 @@ export const TaskConfigSchema = z
       .default([])
       .describe('jsonl/parquet training rows: {prompt, reward_model.ground_truth} or {question, answer}'),
     evalFiles: z.array(z.string()).default([]).describe('jsonl/parquet held-out rows, same layouts'),
+    reward: z
+      .enum(['auto', 'boxed-integer', 'boxed', 'any'])
+      .default('auto')
+      .describe(
+        'what earns reward 1: the last \\boxed{} verified against the gold (boxed), and an integer literal (boxed-integer), or math-verify on the whole response (any); auto = boxed-integer for multiply, boxed for files',
+      ),
     systemPrompt: z
       .string()
       .nullable()

@@ -1,7 +1,7 @@
 import type { Group } from '@agentrl/protocol';
 import { buildPrompt } from '../task/chat-format.js';
 import type { Problem } from '../task/problem.js';
-import { scoreGroups, type Verify } from '../train/reward.js';
+import { type RewardMode, scoreGroups, type Verify } from '../train/reward.js';
 import type { RolloutFactory } from '../train/rollout-factory.js';
 
 export interface EvalOptions {
@@ -11,6 +11,8 @@ export interface EvalOptions {
   maxTurnTokens: number;
   seed: number;
   systemPrompt: string | null;
+  /** How answers are read (see task.reward). */
+  rewardMode: RewardMode;
   /** Problems per rollout batch (bounds memory of the KV caches). */
   batchSize?: number;
 }
@@ -55,7 +57,7 @@ export async function evaluate(
       })),
       opts.k,
     );
-    scoreGroups(got, (id) => byId.get(id)!.answer, verify);
+    scoreGroups(got, (id) => byId.get(id)!.answer, verify, opts.rewardMode);
     groups.push(...got);
   }
   const trajectories = groups.flatMap((g) => g.trajectories);

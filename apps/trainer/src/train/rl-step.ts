@@ -11,7 +11,7 @@ import { hashSeed } from '../rng.js';
 import { buildPrompt } from '../task/chat-format.js';
 import type { Problem } from '../task/problem.js';
 import type { TrainablePolicy } from './policy.js';
-import { scoreGroups, type Verify } from './reward.js';
+import { rewardModeOf, scoreGroups, type Verify } from './reward.js';
 import type { RolloutFactory } from './rollout-factory.js';
 
 export interface RlStepInput {
@@ -60,7 +60,7 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
     perPrompt,
   );
   const tGenerate = (performance.now() - t0) / 1000;
-  scoreGroups(groups, (id) => byId.get(id)!.answer, input.verify);
+  scoreGroups(groups, (id) => byId.get(id)!.answer, input.verify, rewardModeOf(cfg.task));
   const sampled = groups.flatMap((g) => g.trajectories);
 
   const roc = resampleOnCorrect(groups, {

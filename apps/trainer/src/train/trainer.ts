@@ -12,6 +12,7 @@ import type { Problem, ProblemSplit } from '../task/problem.js';
 import { buildSftDemos } from '../task/sft-data.js';
 import { startCursor, takeIds } from './cursor.js';
 import type { Environment } from './environment.js';
+import { rewardModeOf } from './reward.js';
 import { rlStep } from './rl-step.js';
 import { createRolloutFactory } from './rollout-factory.js';
 import { runSft, tokenizeDemo } from './sft.js';
@@ -69,6 +70,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       maxTurnTokens: cfg.rl.maxTurnTokens,
       seed: hashSeed(cfg.seed, 'eval'),
       systemPrompt: cfg.task.systemPrompt,
+      rewardMode: rewardModeOf(cfg.task),
     });
     const { perProblem: _, ...summary } = r;
     log.append({ phase: 'eval', step, stage, ...summary, wallSeconds: wall() });

@@ -1,0 +1,33 @@
+import { verify } from '@agentrl/math-verify';
+import { describe, expect, it } from 'vitest';
+import { lastBoxed, rewardOf } from './reward.js';
+
+const v = (gold: string, response: string) => {
+  const r = verify(gold, response);
+  return { correct: r.correct, extracted: r.extracted ?? null };
+};
+
+describe('reward', () => {
+  it('reads the last \\boxed{} with nested braces', () => {
+    expect(lastBoxed('a \\boxed{1} b \\boxed{\\frac{1}{2}} c')).toBe('\\frac{1}{2}');
+    expect(lastBoxed('no answer')).toBeNull();
+    expect(lastBoxed('\\boxed{12')).toBeNull();
+  });
+
+  it('pays 1 only for a boxed integer equal to the gold in boxed-integer mode', () => {
+    expect(rewardOf('201954', 'x \\boxed{201954}', 'boxed-integer', v).reward).toBe(1);
+    expect(rewardOf('201954', '\\boxed{201,954}', 'boxed-integer', v).reward).toBe(1);
+    expect(rewardOf('201954', '\\boxed{201955}', 'boxed-integer', v).reward).toBe(0);
+    // the hack plain GRPO found: restate the expression and let the verifier compute it
+    expect(rewardOf('201954', '\\boxed{347 * 582}', 'boxed-integer', v).reward).toBe(0);
+    const unterminated = '<tool_call>{"name":"python","arguments":{"code":"print(347 * 582"}}}}}}';
+    expect(rewardOf('201954', unterminated, 'boxed-integer', v).reward).toBe(0);
+    expect(rewardOf('201954', unterminated, 'boxed', v).reward).toBe(0);
+  });
+
+  it('boxed mode verifies the boxed expression mathematically', () => {
+    expect(rewardOf('1/2', '\\boxed{\\frac{2}{4}}', 'boxed', v).reward).toBe(1);
+    expect(rewardOf('1/2', 'the answer is 0.5', 'boxed', v).reward).toBe(0);
+    expect(rewardOf('1/2', 'the answer is 0.5', 'any', v).reward).toBe(1);
+  });
+});
