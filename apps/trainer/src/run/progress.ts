@@ -29,13 +29,20 @@ export function createProgress(enabled: boolean): Progress {
     cliProgress.Presets.shades_classic,
   );
   let running = false;
+  let last = { total: 0, phase: '' };
   return {
     start(total, startValue, phase) {
       if (running) bar.stop();
+      last = { total, phase };
       bar.start(total, startValue, { phase, metrics: '' });
       running = true;
     },
     update(value, metrics) {
+      // A log line stopped the bar: draw it again below the line.
+      if (!running) {
+        bar.start(last.total, value, { phase: last.phase, metrics: '' });
+        running = true;
+      }
       bar.update(value, { metrics: formatMetrics(metrics) });
     },
     log(line) {
