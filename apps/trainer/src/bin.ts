@@ -1,9 +1,5 @@
 #!/usr/bin/env node
-import { register } from 'node:module';
-
-// Before the CLI's imports load: see cjs-interop-hook.ts.
-register('./cjs-interop-hook.js', import.meta.url);
-const { main, reportError } = await import('./cli/main.js');
+import { main, reportError } from './cli/main.js';
 
 main(process.argv.slice(2)).then(
   (code) => {

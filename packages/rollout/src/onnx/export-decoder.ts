@@ -1,4 +1,8 @@
-import { onnx } from 'onnx-proto';
+// onnx-proto is CommonJS whose named exports Node's ESM loader cannot detect: import the default.
+import onnxProto from 'onnx-proto';
+
+const { onnx } = onnxProto;
+
 import { RolloutError, RolloutErrorCode } from '../errors.js';
 import { GraphBuilder } from './graph-builder.js';
 

@@ -1,4 +1,7 @@
-import { onnx } from 'onnx-proto';
+// onnx-proto is CommonJS whose named exports Node's ESM loader cannot detect: import the default.
+import onnxProto, { type onnx as OnnxTypes } from 'onnx-proto';
+
+const { onnx } = onnxProto;
 
 type Dim = number | string;
 
@@ -7,10 +10,10 @@ type Dim = number | string;
  * initializers by name and get back the output names, so the model graph reads like the math.
  */
 export class GraphBuilder {
-  private readonly nodes: onnx.INodeProto[] = [];
-  private readonly initializers: onnx.ITensorProto[] = [];
-  private readonly inputs: onnx.IValueInfoProto[] = [];
-  private readonly outputs: onnx.IValueInfoProto[] = [];
+  private readonly nodes: OnnxTypes.INodeProto[] = [];
+  private readonly initializers: OnnxTypes.ITensorProto[] = [];
+  private readonly inputs: OnnxTypes.IValueInfoProto[] = [];
+  private readonly outputs: OnnxTypes.IValueInfoProto[] = [];
   private counter = 0;
 
   /** A fresh tensor name with a readable prefix. */
@@ -18,12 +21,12 @@ export class GraphBuilder {
     return `${prefix}_${this.counter++}`;
   }
 
-  input(name: string, elemType: onnx.TensorProto.DataType, dims: Dim[]): string {
+  input(name: string, elemType: OnnxTypes.TensorProto.DataType, dims: Dim[]): string {
     this.inputs.push(valueInfo(name, elemType, dims));
     return name;
   }
 
-  output(name: string, elemType: onnx.TensorProto.DataType, dims: Dim[]): void {
+  output(name: string, elemType: OnnxTypes.TensorProto.DataType, dims: Dim[]): void {
     this.outputs.push(valueInfo(name, elemType, dims));
   }
 
@@ -106,7 +109,11 @@ export class GraphBuilder {
   }
 }
 
-function valueInfo(name: string, elemType: onnx.TensorProto.DataType, dims: Dim[]): onnx.IValueInfoProto {
+function valueInfo(
+  name: string,
+  elemType: OnnxTypes.TensorProto.DataType,
+  dims: Dim[],
+): OnnxTypes.IValueInfoProto {
   return {
     name,
     type: {
@@ -118,7 +125,7 @@ function valueInfo(name: string, elemType: onnx.TensorProto.DataType, dims: Dim[
   };
 }
 
-function attribute(name: string, v: number | number[] | string): onnx.IAttributeProto {
+function attribute(name: string, v: number | number[] | string): OnnxTypes.IAttributeProto {
   const T = onnx.AttributeProto.AttributeType;
   if (typeof v === 'string') return { name, type: T.STRING, s: new TextEncoder().encode(v) };
   if (Array.isArray(v)) return { name, type: T.INTS, ints: v };
