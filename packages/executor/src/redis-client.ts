@@ -23,6 +23,14 @@ export const RedisClientSchema = RemoteClientSchema.extend({
     .min(1)
     .default(100_000)
     .describe('jobs waiting in Redis at most; beyond it clients wait (back-pressure)'),
+  connectTimeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .default(5_000)
+    .describe(
+      'how long connect() waits for Redis to first answer before failing; later outages are waited out',
+    ),
 });
 export type RedisClientOptions = z.input<typeof RedisClientSchema>;
 
@@ -79,14 +87,34 @@ export class RedisExecutor implements Executor {
 
   /** Waits for Redis and starts reading answers. */
   async connect(): Promise<this> {
+    // The connections retry forever (so a Redis restart mid-run is waited out), which would make a
+    // first connect to a dead address hang: the first answer gets a deadline of its own.
+    let lastError: unknown;
+    const onError = (err: unknown) => {
+      lastError = err;
+    };
+    this.cmd.on('error', onError);
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await this.cmd.ping();
+      await Promise.race([
+        this.cmd.ping(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(lastError ?? new Error('no answer')), this.opts.connectTimeoutMs);
+        }),
+      ]);
     } catch (cause) {
+      this.closed = true;
+      this.cmd.disconnect();
+      this.reader.disconnect();
+      const why = cause instanceof Error ? cause.message : String(cause);
       throw new ExecutorError(
         'TRANSPORT',
-        `Redis at ${this.opts.redis} did not answer; start redis-server or leave --redis unset for the embedded pool`,
+        `Redis at ${this.opts.redis} did not answer within ${this.opts.connectTimeoutMs} ms (${why}); start redis-server or leave --redis unset for the embedded pool`,
         { cause },
       );
+    } finally {
+      clearTimeout(timer);
+      this.cmd.off('error', onError);
     }
     await this.checkEpoch();
     this.readLoop ??= this.readAnswers();

@@ -14,6 +14,26 @@ afterAll(() => redis?.stop());
 const pool = { servers: 1, concurrency: 4, timeoutMs: 3000 };
 
 describe('distributed mode (Redis streams + consumer group)', () => {
+  it('fails fast, with the fix in the message, when Redis refuses the first connection', async () => {
+    const net = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const srv = net.createServer().listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as { port: number }).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    const started = Date.now();
+    const err = await new RedisExecutor({ redis: `redis://127.0.0.1:${port}`, connectTimeoutMs: 500 })
+      .connect()
+      .then(
+        () => null,
+        (e: unknown) => e as Error & { code?: string },
+      );
+    expect(err?.code).toBe('TRANSPORT');
+    expect(err?.message).toMatch(/did not answer within 500 ms \(.*ECONNREFUSED.*\); start redis-server/);
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
   it('runs batches through a worker and answers every call once', async () => {
     const prefix = `${redis.prefix}basic:`;
     const worker = await startWorker({ redis: redis.url, prefix, pool });

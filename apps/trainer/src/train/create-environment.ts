@@ -95,7 +95,7 @@ async function openExecutor(cfg: TrainConfig): Promise<Executor> {
   const fix = redis
     ? 'start redis-server (and `agentrl executor worker` processes), or leave --executor unset for the embedded pool'
     : 'start it with `agentrl executor serve`, or leave --executor unset for the embedded pool';
-  // A TCP probe first: the Redis client reconnects forever and would hang the start on a dead address.
+  // A TCP probe first: one clear message, the same for HTTP and Redis URLs, before any client starts.
   const refused = await probeTcp(url);
   if (refused)
     throw new TrainerError(
