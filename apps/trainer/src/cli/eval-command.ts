@@ -12,7 +12,7 @@ import { loadSplit } from '../task/load-split.js';
 import type { Problem } from '../task/problem.js';
 import { createEnvironment } from '../train/create-environment.js';
 import { rewardModeOf } from '../train/reward.js';
-import { createRolloutFactory } from '../train/rollout-factory.js';
+import { createRunRolloutFactory } from '../train/rollout-factory.js';
 import { parseArgs } from './args.js';
 import { EVAL_FLAGS } from './commands.js';
 import { renderHelp } from './help.js';
@@ -73,14 +73,7 @@ export async function runEvalCommand(argv: string[]): Promise<number> {
   }
   const env = await createEnvironment(cfg, { initDir: ckptDir, trainable: false });
   try {
-    const factory = await createRolloutFactory({
-      engines: env.engines,
-      tokenizer: env.tokenizer,
-      executor: env.executor,
-      toolTimeoutMs: cfg.executor.timeoutMs,
-      maxTurns: cfg.rl.maxTurns,
-      toolResponseMaxChars: cfg.rl.toolResponseMaxChars,
-    });
+    const factory = await createRunRolloutFactory(cfg, env);
     const r = await evaluate(factory, problems, env.verify, {
       k: cfg.eval.k,
       temperature: cfg.eval.temperature,

@@ -11,6 +11,8 @@ import {
   type RolloutTokenizer,
   type Scheduler,
 } from '@agentrl/rollout';
+import type { TrainConfig } from '../config/schema.js';
+import type { Environment } from './environment.js';
 
 /** Name of the python tool as the built-in system prompt tells the model to call it. */
 export const PYTHON_TOOL_NAME = 'python';
@@ -71,3 +73,15 @@ export async function createRolloutFactory(opts: RolloutFactoryOptions) {
   };
 }
 export type RolloutFactory = Awaited<ReturnType<typeof createRolloutFactory>>;
+
+/** The rollout factory of a run: the environment's engines, tokenizer and executor under the config's limits. */
+export function createRunRolloutFactory(cfg: TrainConfig, env: Environment) {
+  return createRolloutFactory({
+    engines: env.engines,
+    tokenizer: env.tokenizer,
+    executor: env.executor,
+    toolTimeoutMs: cfg.executor.timeoutMs,
+    maxTurns: cfg.rl.maxTurns,
+    toolResponseMaxChars: cfg.rl.toolResponseMaxChars,
+  });
+}

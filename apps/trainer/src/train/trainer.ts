@@ -14,7 +14,7 @@ import { startCursor, takeIds } from './cursor.js';
 import type { Environment } from './environment.js';
 import { rewardModeOf } from './reward.js';
 import { rlStep } from './rl-step.js';
-import { createRolloutFactory } from './rollout-factory.js';
+import { createRunRolloutFactory } from './rollout-factory.js';
 import { runSft, tokenizeDemo } from './sft.js';
 import { initialState, readState, type TrainerState, writeState } from './state.js';
 
@@ -50,14 +50,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const started = performance.now();
   const wallBefore = state.wallSeconds;
   const wall = () => wallBefore + (performance.now() - started) / 1000;
-  const factory = await createRolloutFactory({
-    engines: env.engines,
-    tokenizer: env.tokenizer,
-    executor: env.executor,
-    toolTimeoutMs: cfg.executor.timeoutMs,
-    maxTurns: cfg.rl.maxTurns,
-    toolResponseMaxChars: cfg.rl.toolResponseMaxChars,
-  });
+  const factory = await createRunRolloutFactory(cfg, env);
   const trainById = new Map(split.train.map((p) => [p.id, p]));
   const heldOut = split.heldOut.slice(0, cfg.eval.problems);
   const totalRl = cfg.rl.stages.reduce((s, st) => s + st.steps, 0);
