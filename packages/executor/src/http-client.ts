@@ -3,6 +3,7 @@ import { Batcher } from './batcher.js';
 import { type RemoteClientOptions, RemoteClientSchema } from './client-options.js';
 import { parseConfig } from './config.js';
 import { ExecutorError } from './errors.js';
+import { runRemoteCall } from './remote-call.js';
 import { errorResult } from './requests.js';
 import { Semaphore } from './semaphore.js';
 import { StatsRecorder } from './stats.js';
@@ -47,25 +48,16 @@ export class HttpExecutor implements Executor {
     this.batcher = new Batcher(this.opts.batchSize, this.opts.lingerMs, (batch) => void this.send(batch));
   }
 
-  async run(req: RunRequest): Promise<RunResult> {
-    if (this.closed) throw new ExecutorError('CLOSED', 'run() after close(); create a new executor');
-    if (typeof req?.code !== 'string')
-      throw new ExecutorError('INVALID_REQUEST', 'run() needs { code: string }');
-    const started = performance.now();
-    this.recorder.inFlight++;
-    await this.gate.acquire();
-    const request: RunRequest = {
-      ...req,
-      timeoutMs: req.timeoutMs ?? this.opts.timeoutMs,
-      memoryMb: req.memoryMb ?? this.opts.memoryMb,
-    };
-    const result = await new Promise<RunResult>((resolve) => {
-      this.batcher.push({ request, started, attempts: 0, resolve });
-    });
-    this.gate.release();
-    this.recorder.inFlight--;
-    this.recorder.record(result);
-    return result;
+  run(req: RunRequest): Promise<RunResult> {
+    const ctx = { closed: this.closed, gate: this.gate, recorder: this.recorder, defaults: this.opts };
+    return runRemoteCall(
+      ctx,
+      req,
+      (request, started) =>
+        new Promise<RunResult>((resolve) => {
+          this.batcher.push({ request, started, attempts: 0, resolve });
+        }),
+    );
   }
 
   runBatch(requests: readonly RunRequest[]): Promise<RunResult[]> {

@@ -6,6 +6,7 @@ import { RemoteClientSchema } from './client-options.js';
 import { parseConfig } from './config.js';
 import { ExecutorError } from './errors.js';
 import { connectRedis, ENQUEUE, fields, redisKeys } from './redis-scripts.js';
+import { runRemoteCall } from './remote-call.js';
 import { errorResult } from './requests.js';
 import { Semaphore } from './semaphore.js';
 import { StatsRecorder } from './stats.js';
@@ -121,36 +122,27 @@ export class RedisExecutor implements Executor {
     return this;
   }
 
-  async run(req: RunRequest): Promise<RunResult> {
-    if (this.closed) throw new ExecutorError('CLOSED', 'run() after close(); create a new executor');
-    if (typeof req?.code !== 'string')
-      throw new ExecutorError('INVALID_REQUEST', 'run() needs { code: string }');
-    this.readLoop ??= this.readAnswers();
-    const started = performance.now();
-    this.recorder.inFlight++;
-    await this.gate.acquire();
-    const request: RunRequest = {
-      ...req,
-      timeoutMs: req.timeoutMs ?? this.opts.timeoutMs,
-      memoryMb: req.memoryMb ?? this.opts.memoryMb,
-    };
-    const result = await new Promise<RunResult>((resolve) => {
-      const jobId = randomUUID();
-      const p: Pending = {
-        jobId,
-        payload: JSON.stringify(request),
-        request,
-        started,
-        deadline: undefined,
-        resolve,
-      };
-      this.pending.set(jobId, p);
-      this.batcher.push(p);
-    });
-    this.gate.release();
-    this.recorder.inFlight--;
-    this.recorder.record(result);
-    return result;
+  run(req: RunRequest): Promise<RunResult> {
+    if (!this.closed) this.readLoop ??= this.readAnswers();
+    const ctx = { closed: this.closed, gate: this.gate, recorder: this.recorder, defaults: this.opts };
+    return runRemoteCall(
+      ctx,
+      req,
+      (request, started) =>
+        new Promise<RunResult>((resolve) => {
+          const jobId = randomUUID();
+          const p: Pending = {
+            jobId,
+            payload: JSON.stringify(request),
+            request,
+            started,
+            deadline: undefined,
+            resolve,
+          };
+          this.pending.set(jobId, p);
+          this.batcher.push(p);
+        }),
+    );
   }
 
   runBatch(requests: readonly RunRequest[]): Promise<RunResult[]> {
