@@ -21,10 +21,10 @@ export function checkPython(python: string): string {
   }
   const version = r.stdout.trim();
   const [major, minor] = version.split('.').map(Number);
-  if (major !== 3 || (minor ?? 0) < 8) {
+  if (major !== 3 || (minor ?? 0) < 9) {
     throw new TrainerError(
       'PYTHON_MISSING',
-      `executor: "${python}" is Python ${version}; the sandbox needs Python >= 3.8; set --executor.python`,
+      `executor: "${python}" is Python ${version}; the sandbox needs Python >= 3.9 (os.pidfd_open); set --executor.python`,
     );
   }
   return version;
