@@ -59,6 +59,12 @@ export function createProgress(enabled: boolean): Progress {
 
 function formatMetrics(m: Record<string, number | string>): string {
   return Object.entries(m)
-    .map(([k, v]) => `${k} ${typeof v === 'number' ? (Number.isInteger(v) ? v : v.toFixed(3)) : v}`)
+    .map(([k, v]) => `${k} ${typeof v === 'number' ? formatNumber(v) : v}`)
     .join(' ');
+}
+
+/** Three decimals, or three significant digits for small values (learning rates, KL) that would print as 0.000. */
+function formatNumber(v: number): string {
+  if (Number.isInteger(v)) return String(v);
+  return v !== 0 && Math.abs(v) < 0.01 ? v.toExponential(2) : v.toFixed(3);
 }
