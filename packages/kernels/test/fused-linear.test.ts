@@ -34,6 +34,19 @@ describe('fused-linear CPU kernel vs the reference (which materialises the logit
     if (cfg.computeEntropy) expect(got.metrics.entropy).toBeCloseTo(ref.metrics.entropy, 4);
   });
 
+  it('cpu: bit-identical results on every call (the trainer resumes to identical metrics)', () => {
+    // Many vocabulary tiles, so each thread sums its own dHidden partial over several of them: the
+    // tile-to-thread assignment must not depend on timing, or the float sums change between calls.
+    const inp = makeFusedInputs({ seqLens: [70, 30], V: 4100, H: 24, seed: 7, drift: 0.3 });
+    const first = fusedLinearPolicyLoss(inp, { backend: 'cpu' });
+    for (let k = 0; k < 15; k++) {
+      const again = fusedLinearPolicyLoss(inp, { backend: 'cpu' });
+      expect(again.loss).toBe(first.loss);
+      expect(Buffer.from(again.dHidden.buffer).equals(Buffer.from(first.dHidden.buffer))).toBe(true);
+      expect(Buffer.from(again.dWeight.buffer).equals(Buffer.from(first.dWeight.buffer))).toBe(true);
+    }
+  });
+
   it.each(['cpu', 'reference'] as const)(
     '%s: writes dWeight into dWeightOut, and accumulates across micro-batches',
     (backend) => {

@@ -198,7 +198,9 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
     for (int64_t i = 0; i < nt; ++i) any |= grad[t0 + i] != 0.0;
     if (!any) continue;  // a block of masked-out tokens contributes nothing
     std::fill(dh_part.begin(), dh_part.end(), 0.f);
-#pragma omp parallel for schedule(dynamic, 1)
+    // Static: each thread sums a fixed set of tiles into its dHidden partial, so the float sums (and
+    // the trainer's metrics, and a resumed run) are the same on every call with the same threads.
+#pragma omp parallel for schedule(static)
     for (int64_t vt = 0; vt < n_vt; ++vt) {
       const int64_t v0 = vt * kVocab, nv = std::min(kVocab, V - v0);
       const int tid = ThreadId();
