@@ -25,6 +25,19 @@ Metrics PolicyLossCpu(const LossConfig& c, const TokenInputs& in, const float* l
   std::vector<float> entropy(c.entropy ? static_cast<size_t>(T) : 0);
   std::vector<double> grad(static_cast<size_t>(T));
   int64_t first_bad = -1;
+  // Stores row t's statistics; a row with a non-finite logit is noted (the first one is reported) instead.
+  auto keep_row = [&](int64_t t, const cpu::RowStat& st) {
+    if (st.bad) {
+#pragma omp critical
+      if (first_bad < 0 || t < first_bad) first_bad = t;
+      return false;
+    }
+    row_max[t] = st.max;
+    log_s[t] = st.log_s;
+    logp_out[t] = st.logp;
+    if (c.entropy) entropy[t] = st.entropy;
+    return true;
+  };
 
   if (!c.sequence_ratio) {
     // Token-level ratios: g_t needs only row t. The statistics pass parks exp(z - chunk max) in the
@@ -39,15 +52,7 @@ Metrics PolicyLossCpu(const LossConfig& c, const TokenInputs& in, const float* l
         const float* row = logits + t * V;
         float* out = dlogits + t * V;
         cpu::RowStat st = cpu::RowStats(row, V, inv_tau, in.targets[t], c.entropy, out, chunk_max.data());
-        if (st.bad) {
-#pragma omp critical
-          if (first_bad < 0 || t < first_bad) first_bad = t;
-          continue;
-        }
-        row_max[t] = st.max;
-        log_s[t] = st.log_s;
-        logp_out[t] = st.logp;
-        if (c.entropy) entropy[t] = st.entropy;
+        if (!keep_row(t, st)) continue;
         double g = in.mask[t] == 1 ? TokenLevelGrad(st.logp, in.old_logp[t], in.adv[t], w[t], c) : 0.0;
         cpu::RowGradParked(out, V, chunk_max.data(), st.max, st.log_s, static_cast<float>(g * inv_tau), in.targets[t]);
       }
@@ -59,16 +64,7 @@ Metrics PolicyLossCpu(const LossConfig& c, const TokenInputs& in, const float* l
   // Sequence-level (GSPO) ratios need every logp of a sequence first: two sweeps.
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t t = 0; t < T; ++t) {
-    cpu::RowStat st = cpu::RowStats(logits + t * V, V, inv_tau, in.targets[t], c.entropy);
-    if (st.bad) {
-#pragma omp critical
-      if (first_bad < 0 || t < first_bad) first_bad = t;
-      continue;
-    }
-    row_max[t] = st.max;
-    log_s[t] = st.log_s;
-    logp_out[t] = st.logp;
-    if (c.entropy) entropy[t] = st.entropy;
+    if (!keep_row(t, cpu::RowStats(logits + t * V, V, inv_tau, in.targets[t], c.entropy))) continue;
   }
   if (first_bad >= 0) BadRow(first_bad);
   Metrics m = TokenMath(c, in, w, logp_out, c.entropy ? entropy.data() : nullptr, grad.data());
