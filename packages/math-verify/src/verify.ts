@@ -58,7 +58,7 @@ export function verify(gold: string, response: string, opts?: Partial<VerifyOpti
     if (sameText(g.raw, pred.raw))
       return { correct: true, extracted: pred.shown ?? pred.raw, reason: 'string-match' };
     if (g.node && pred.node) {
-      const co = { deadline, allowSetRelation: o.allowSetRelation };
+      const co = { deadline, allowSetRelation: o.allowSetRelation, floatRounding: o.floatRounding };
       const same =
         answersEqual(g.node, pred.node, co) ||
         (g.alternative !== undefined && answersEqual(g.alternative, pred.node, co));
