@@ -2,11 +2,18 @@ import type { Deadline } from '../deadline.js';
 import { type Candidate, percentAfter } from './candidate.js';
 
 /**
- * Numbers and simple expressions in prose ("is 1,000.99€", "P(A) = 2/3."): runs of digits and
- * operators that start after a space, "=", a currency sign or the start of the text, so "AZYUK2A"
- * holds no answer. One global regex without nested ambiguity: linear.
+ * Numbers and simple expressions in prose ("is 1,000.99€", "P(A) = 2/3.", "is √2"): runs of
+ * digits, operators and `√` that start after a space, "=", a currency sign, the start of the
+ * text, markdown emphasis opened there (`**7**`, `` `7` ``, as Math-Verify's `(?:\*\*)?` prefix)
+ * or a CJK character or full-width punctuation (CJK text puts no space around numbers: 答案是7。),
+ * so "AZYUK2A" holds no answer. One global regex without nested ambiguity: linear.
  */
-const RUN = /(?<=^|[\s=$€£¥₹:(])-?\(?-?\.?\d[\d.,()+\-*/^×÷]*(?: [\d(+\-*/^×÷][\d.,()+\-*/^×÷]*)*/g;
+const CJK =
+  '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}\\u3000-\\u303f\\uff01-\\uff0f\\uff1a-\\uff20';
+const OPEN = `[\\s=$€£¥₹:(${CJK}]`;
+const BEFORE = `(?<=^|${OPEN}|(?:^|${OPEN})(?:\\*\\*?|\`|__))`;
+const CHARS = '[\\d.,()+\\-*/^×÷√]';
+const RUN = new RegExp(`${BEFORE}-?\\(?-?(?:\\.?\\d|√)${CHARS}*(?: [\\d(+\\-*/^×÷√]${CHARS}*)*`, 'gu');
 
 const THOUSANDS = /^(-?)([1-9]\d{0,2})((?:([ ,])\d{3})(?:\4\d{3})*)(\.\d+)?$/;
 const DECIMAL_COMMA = /^(-?\d+),(\d+)$/;
@@ -51,7 +58,7 @@ export function plainCandidates(
 ): Candidate[] {
   const out: Candidate[] = [];
   let k = 0;
-  const re = new RegExp(RUN.source, 'g');
+  const re = new RegExp(RUN.source, 'gu');
   const matches: RegExpExecArray[] = [];
   for (const w of windows) {
     // the lookbehind still sees the character before lastIndex, so a window starts cleanly
@@ -76,7 +83,7 @@ export function plainCandidates(
       out.push({ text: n + (pct ? '%' : ''), start, end: end + pct, kind: 'plain', plainNumber: n });
       continue;
     }
-    if (/\d\s*[+\-*/^×÷]\s*[\d(.-]|\)\s*[+\-*/^×÷]/.test(raw)) {
+    if (/\d\s*[+\-*/^×÷]\s*[\d(.-]|\)\s*[+\-*/^×÷]|√\s*[\d(]/.test(raw)) {
       out.push({
         text: raw.replace(/×/g, '\\times ').replace(/÷/g, '\\div ') + (pct ? '%' : ''),
         start,
