@@ -75,8 +75,7 @@ export function extractFrom(text: string, deadline: Deadline): Answer | null {
   return fallback ? { raw: fallback.text, node: null } : null;
 }
 
-// an escaped `\$` is a currency sign (`\$10,\!000`), not maths markup
-const HAS_MARKUP = /(?<!\\)\$|\\boxed|\\fbox|\\\[|\\\(|<answer>/;
+const HAS_MARKUP = /\$|\\boxed|\\fbox|\\\[|\\\(|<answer>/;
 
 /**
  * The gold answer: a bare answer read as is, else extracted. A bare `1,22` is the decimal 1.22 (as

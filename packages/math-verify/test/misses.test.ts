@@ -9,6 +9,8 @@ describe('answers that must be found', () => {
     ['\\$10,\\!000', '\\boxed{10000}'],
     ['\\$1,\\!234.50', 'The total is \\boxed{1234.5}.'],
     ['\\$18{,}000', '\\boxed{18000}'],
+    ['10000', 'The total is \\$10,\\!000.'],
+    ['It costs \\$5 per item', '\\boxed{5}'],
   ])('a dollar gold with thousands separators: %j accepts %j', (gold, response) => {
     expect(ok(gold, response)).toMatchObject({ correct: true });
   });

@@ -12,7 +12,8 @@ const CJK =
   '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}\\u3000-\\u303f\\uff01-\\uff0f\\uff1a-\\uff20';
 const OPEN = `[\\s=$€£¥₹:(${CJK}]`;
 const BEFORE = `(?<=^|${OPEN}|(?:^|${OPEN})(?:\\*\\*?|\`|__))`;
-const CHARS = '[\\d.,()+\\-*/^×÷√]';
+// `\!` (LaTeX negative space) and `{,}` join thousands in `\$10,\!000` and `\$18{,}000`
+const CHARS = '(?:[\\d.,()+\\-*/^×÷√]|\\\\!|\\{,\\})';
 const RUN = new RegExp(`${BEFORE}-?\\(?-?(?:\\.?\\d|√)${CHARS}*(?: [\\d(+\\-*/^×÷√]${CHARS}*)*`, 'gu');
 
 const THOUSANDS = /^(-?)([1-9]\d{0,2})((?:([ ,])\d{3})(?:\4\d{3})*)(\.\d+)?$/;
@@ -73,10 +74,11 @@ export function plainCandidates(
     while (k < skip.length && (skip[k] as { end: number }).end <= start) k++;
     const s = skip[k];
     if (s && s.start <= start && start < s.end) continue;
-    const raw = trimRun(m[0]);
-    if (!/\d/.test(raw)) continue;
-    const lead = m[0].indexOf(raw);
-    const end = start + lead + raw.length;
+    const trimmed = trimRun(m[0]);
+    if (!/\d/.test(trimmed)) continue;
+    const lead = m[0].indexOf(trimmed);
+    const end = start + lead + trimmed.length;
+    const raw = /\\!|\{,\}/.test(trimmed) ? trimmed.replace(/\\!/g, '').replace(/\{,\}/g, ',') : trimmed;
     const pct = percentAfter(text, end);
     const n = plainNumber(raw);
     if (n !== null) {
