@@ -89,7 +89,15 @@ export const PoolSchema = LimitsSchema.extend({
   extraReadOnly: z
     .array(z.string())
     .default([])
-    .describe('host paths to expose read-only inside the sandbox'),
+    .describe(
+      'host paths to expose read-only inside the sandbox at the same path (under /tmp too); absolute, existing',
+    ),
+  pythonPath: z
+    .array(z.string())
+    .default([])
+    .describe(
+      'import path entries for user code, as PYTHONPATH (before the standard library); exposed read-only',
+    ),
 });
 export type PoolConfig = z.infer<typeof PoolSchema>;
 export type PoolConfigInput = z.input<typeof PoolSchema>;
