@@ -19,8 +19,15 @@ async function runCode(body: unknown) {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-  return { status: res.statusCode, body: (await res.body.json()) as Record<string, any> };
+  return { status: res.statusCode, body: (await res.body.json()) as SandboxFusionBody };
 }
+/** RunCodeResponse, or FastAPI's 422 body. */
+type SandboxFusionBody = Record<string, unknown> & {
+  status: string;
+  message: string;
+  run_result: { status: string; stdout: string; stderr: string; return_code: number | null };
+  detail: Record<string, unknown>[];
+};
 /** verl's payload, field for field. */
 const verl = (code: string, over: Record<string, unknown> = {}) => ({
   compile_timeout: 10,
