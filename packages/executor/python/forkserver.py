@@ -34,6 +34,8 @@ del sys.path[0]
 CHUNK = 65536
 # Read-only paths under /tmp or /dev/shm that each call's fresh tmpfs would hide; re-bound per call.
 TMP_BINDS = [str(p) for p in json.loads(os.environ.get("AGENTRL_TMP_BINDS") or "[]")]
+# Each call in its own network namespace (default), or sharing the server's.
+OWN_NETWORK = os.environ.get("AGENTRL_NETWORK_PER_CALL", "1") != "0"
 # Import path entries for user code (PYTHONPATH semantics: before the standard library).
 PYTHONPATH = [p for p in os.environ.get("AGENTRL_PYTHONPATH", "").split(os.pathsep) if p]
 
@@ -123,7 +125,7 @@ class Server:
             os.closerange(4, os.sysconf("SC_OPEN_MAX"))
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the CPU rlimit must end the process
-            isolate(req, TMP_BINDS)
+            isolate(req, TMP_BINDS, OWN_NETWORK)
         except BaseException as e:  # a setup failure is the sandbox's fault, not the code's
             try:
                 os.write(3, json.dumps({"sandbox": f"{type(e).__name__}: {e}"}).encode())

@@ -24,7 +24,7 @@ export class EmbeddedPool implements Executor {
 
   constructor(input: PoolConfigInput = {}) {
     this.config = parseConfig(PoolSchema, input, 'embedded pool config');
-    const { preload, sandbox } = this.config;
+    const { preload, sandbox, networkPerCall } = this.config;
     const extraReadOnly = checkExposedPaths(this.config.extraReadOnly, 'extraReadOnly (--read-only)');
     const pythonPath = checkExposedPaths(this.config.pythonPath, 'pythonPath (--pythonpath)');
     if (sandbox === 'bwrap') checkBwrap();
@@ -32,7 +32,8 @@ export class EmbeddedPool implements Executor {
     const make = (modules: readonly string[]) =>
       Array.from(
         { length: this.config.servers },
-        () => new ForkServer({ python, preload: modules, sandbox, extraReadOnly, pythonPath }),
+        () =>
+          new ForkServer({ python, preload: modules, sandbox, extraReadOnly, pythonPath, networkPerCall }),
       );
     this.science = make(preload);
     this.lean = [];

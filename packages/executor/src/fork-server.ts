@@ -46,6 +46,8 @@ export interface ForkServerOptions {
   extraReadOnly: readonly string[];
   /** Import path entries for user code (exposed read-only, put where PYTHONPATH would put them). */
   pythonPath: readonly string[];
+  /** Each call in its own network namespace (true), or sharing the fork server's. */
+  networkPerCall: boolean;
 }
 
 /**
@@ -93,6 +95,7 @@ export class ForkServer {
         [...this.opts.extraReadOnly, ...this.opts.pythonPath].filter(underCallTmpfs),
       ),
       AGENTRL_PYTHONPATH: this.opts.pythonPath.join(':'),
+      AGENTRL_NETWORK_PER_CALL: this.opts.networkPerCall ? '1' : '0',
       // One BLAS thread: the server must stay single-threaded to fork safely, and calls run in parallel anyway.
       OPENBLAS_NUM_THREADS: '1',
       OMP_NUM_THREADS: '1',

@@ -95,6 +95,29 @@ describe('a call cannot reach the other calls of its fork server (issue 14, item
     });
   });
 
+  it("networkPerCall: false shares the fork server's (offline) network namespace between calls", async () => {
+    const shared = await new EmbeddedPool({
+      servers: 1,
+      preload: [],
+      leanServer: false,
+      networkPerCall: false,
+    }).start();
+    try {
+      const tag = `agentrl-shared-${process.pid}-${Date.now()}`;
+      const owner = shared.run({
+        code: `import socket, time\ns = socket.socket(socket.AF_UNIX); s.bind("\\0${tag}"); s.listen()\ntime.sleep(1)`,
+      });
+      await sleep(400);
+      const probe = await shared.run({
+        code: `import socket\ns = socket.socket(socket.AF_UNIX); s.connect("\\0${tag}"); print("connected")`,
+      });
+      expect(probe).toMatchObject({ status: 'ok', stdout: 'connected\n' });
+      expect((await owner).status).toBe('ok');
+    } finally {
+      await shared.close();
+    }
+  });
+
   it('a call still reaches its own loopback (a local server inside one call works)', async () => {
     const r = await pool.run({
       code: [
