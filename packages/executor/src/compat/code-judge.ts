@@ -16,7 +16,7 @@ export const CodeJudgeSubmissionSchema = z.object({
   sub_id: z.string().nullish().describe('caller id, echoed back; a uuid when absent'),
   type: z
     .enum(['python', 'cpp', 'math'])
-    .describe("language; this executor runs 'python' (others refused per item)"),
+    .describe("language; 'python' and 'cpp' run, 'math' is refused per item"),
   options: z.record(z.string(), z.string()).nullish().describe('accepted and ignored'),
   solution: z.string().describe('the program'),
   input: z.string().nullish().describe('standard input'),
@@ -51,8 +51,35 @@ export interface CodeJudgeResult {
  * expected output plus 64 KiB (a longer stdout could only match by being padded with whitespace).
  */
 export function fromCodeJudge(s: CodeJudgeSubmission): RunRequest | null {
-  if (s.type !== 'python') return null;
-  return { code: s.solution, stdin: s.input ?? '', maxOutputBytes: compareCap(s), truncate: 'head' };
+  const output = { stdin: s.input ?? '', maxOutputBytes: compareCap(s), truncate: 'head' } as const;
+  if (s.type === 'python') return { code: s.solution, ...output };
+  if (s.type === 'cpp') return { code: cppDriver(s.solution), timeoutMs: 2 * CPP_STEP_MS, ...output };
+  return null;
+}
+
+/**
+ * app/libs/executors/cpp_executor.py compiles with `g++ -O2` under MAX_EXECUTION_TIME (10 s), then runs the
+ * binary under it again. Here both happen inside the call's own sandbox: a small Python driver writes the
+ * source to the call's /tmp, compiles it within 10 s and execs the binary in its place (so its exit status,
+ * signal and limits are the call's own); the call's wall limit is the sum, 20 s.
+ */
+const CPP_STEP_MS = 10_000;
+function cppDriver(source: string): string {
+  return [
+    'import os, subprocess, sys',
+    `open("/tmp/source.cpp", "w").write(${JSON.stringify(source)})`,
+    'try:',
+    '    r = subprocess.run(["g++", "-O2", "/tmp/source.cpp", "-o", "/tmp/run"], stdin=subprocess.DEVNULL,',
+    `                       capture_output=True, timeout=${CPP_STEP_MS / 1000})`,
+    'except FileNotFoundError:',
+    '    sys.exit("executor: g++ is not installed on this host; install it (apt-get install g++) to run cpp")',
+    'except subprocess.TimeoutExpired:',
+    `    sys.exit("executor: g++ took longer than ${CPP_STEP_MS / 1000} s")`,
+    'if r.returncode != 0:',
+    '    sys.stderr.write(r.stderr.decode(errors="replace"))',
+    '    sys.exit(1)',
+    'os.execv("/tmp/run", ["/tmp/run"])',
+  ].join('\n');
 }
 
 export function toCodeJudge(s: CodeJudgeSubmission, r: RunResult, subId: string): CodeJudgeResult {
@@ -78,7 +105,7 @@ export function refusedSubmission(s: CodeJudgeSubmission, subId: string): CodeJu
     run_success: false,
     cost: 0,
     stdout: null,
-    stderr: `executor: type '${s.type}' is not supported here; this executor runs type 'python' only`,
+    stderr: `executor: type '${s.type}' is not supported here; this executor runs types 'python' and 'cpp'`,
     reason: 'internal_error',
   };
 }
