@@ -52,6 +52,14 @@ describe('a call cannot reach the other calls of its fork server (issue 14, item
     expect(r).toMatchObject({ status: 'ok', stdout: 'own processes reached: True\n' });
   });
 
+  it('sees no other process: not its fork server, not another call', async () => {
+    const [r, bystander] = await beside({
+      code: 'import os\nprint(os.getppid(), sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.getsid(0) == os.getpid())',
+    });
+    expect(bystander.status).toBe('ok');
+    expect(r).toMatchObject({ status: 'ok', stdout: '0 [1] True\n' });
+  });
+
   it("another call's loopback ports, abstract sockets, SysV IPC and files are not reachable", async () => {
     const tag = `agentrl-${process.pid}-${Date.now()}`;
     const key = 0x5a000000 + (process.pid % 0xffff);
