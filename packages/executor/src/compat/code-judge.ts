@@ -127,7 +127,10 @@ export async function codeJudgePlugin(app: FastifyInstance, opts: CompatOptions)
     });
   }
   const busy = (reply: FastifyReply) =>
-    reply.code(503).header('retry-after', '1').send({ detail: 'queue full; retry later' });
+    reply
+      .code(opts.overloadStatus ?? 503)
+      .header('retry-after', '1')
+      .send({ detail: 'queue full; retry later' });
   const withoutOutput = ({ stdout: _o, stderr: _e, ...rest }: CodeJudgeResult) => rest;
 
   const one = (strip: boolean) => async (req: { body: unknown }, reply: FastifyReply) => {

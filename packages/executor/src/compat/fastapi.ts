@@ -8,6 +8,8 @@ export interface CompatOptions {
   runAll(requests: RunRequest[]): Promise<RunResult[]>;
   /** Whether `n` more calls may be accepted now (back-pressure). */
   admit(n: number): boolean;
+  /** The HTTP status refused calls get (the server's own choice; 503 when unset), with retry-after: 1. */
+  overloadStatus?: number;
   /** Calls accepted and not answered yet. */
   pending(): number;
   /** Workers behind the backend. */

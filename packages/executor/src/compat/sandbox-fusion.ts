@@ -124,7 +124,10 @@ export async function sandboxFusionPlugin(app: FastifyInstance, opts: CompatOpti
     const call = fromSandboxFusion(q);
     if ('refused' in call) return sandboxFusionError(call.refused);
     if (!opts.admit(1)) {
-      return reply.code(503).header('retry-after', '1').send(sandboxFusionError('queue full; retry later'));
+      return reply
+        .code(opts.overloadStatus ?? 503)
+        .header('retry-after', '1')
+        .send(sandboxFusionError('queue full; retry later'));
     }
     try {
       const [r] = await opts.runAll([call]);
