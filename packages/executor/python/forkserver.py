@@ -32,6 +32,7 @@ from _agentrl_setup import PR_SET_DUMPABLE, fork_into_new_pid_namespace, isolate
 del sys.path[0]
 
 CHUNK = 65536
+CLASSIFY_TAIL = 4096
 # Read-only paths under /tmp or /dev/shm that each call's fresh tmpfs would hide; re-bound per call.
 TMP_BINDS = [str(p) for p in json.loads(os.environ.get("AGENTRL_TMP_BINDS") or "[]")]
 # Each call in its own network namespace (default), or sharing the server's.
@@ -122,7 +123,7 @@ class Server:
             os.dup2(pipes[1][1], 1)
             os.dup2(pipes[2][1], 2)
             os.dup2(control, 3)
-            os.closerange(4, os.sysconf("SC_OPEN_MAX"))
+            os.closerange(4, 1 << 16)
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the CPU rlimit must end the process
             isolate(req, TMP_BINDS, OWN_NETWORK)
@@ -160,11 +161,13 @@ class Server:
             take = half - len(head)
             head += chunk[:take]
             chunk = chunk[take:]
-        if chunk and not head_only(call.req):
+        if chunk:
+            # head-only calls still keep a little tail: how stderr ends decides memory_exceeded
+            keep = CLASSIFY_TAIL if head_only(call.req) else half
             tail = call.tail[target]
             tail += chunk
-            if len(tail) > 4 * half:  # amortised trim keeps reads O(1)
-                del tail[: len(tail) - half]
+            if len(tail) > 4 * keep:  # amortised trim keeps reads O(1)
+                del tail[: len(tail) - keep]
 
     def reap(self, call):
         try:
@@ -193,12 +196,13 @@ class Server:
     def result(self, call):
         req = call.req
         half = keep_bytes(req)
-        texts, truncated = {}, False
+        texts, truncated, ends = {}, False, {1: None, 2: None}
         for target in (1, 2):
             head, tail, total = call.head[target], call.tail[target], call.total[target]
             if head_only(req):
                 truncated = truncated or total > half
                 data = bytes(head)
+                ends[target] = bytes(tail[-CLASSIFY_TAIL:]).decode("utf-8", errors="replace") if total > half else None
             elif total > 2 * half:
                 truncated = True
                 keep_tail = bytes(tail[-half:])
@@ -229,7 +233,7 @@ class Server:
             status = "sandbox_error"
             error_code = "KILLED"
             texts[2] += "\nexecutor: the call was killed by SIGKILL from outside its sandbox (not by a limit)"
-        elif exit_code == 1 and ends_in_memory_error(texts[2]):
+        elif exit_code == 1 and ends_in_memory_error(ends[2] if ends[2] is not None else texts[2]):
             status = "memory_exceeded"
         elif exit_code != 0:
             status = "runtime_error"

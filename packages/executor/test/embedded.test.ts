@@ -169,3 +169,23 @@ describe('createExecutor: fork servers', () => {
     }
   });
 });
+
+describe('per-call output caps', () => {
+  it('truncate: head keeps the first maxOutputBytes, and how stderr ends still decides the status', async () => {
+    const r = await pool.run({
+      code: 'import sys\nprint("a" * 5000)\nsys.stderr.write("e" * 300000 + "\\n")\nx = bytearray(10**12)',
+      maxOutputBytes: 1000,
+      truncate: 'head',
+    });
+    expect(r).toMatchObject({
+      status: 'memory_exceeded',
+      stdout: 'a'.repeat(1000),
+      stderrBytes: expect.any(Number),
+    });
+    expect(r.stderr).toBe('e'.repeat(1000));
+    expect(r.stdoutBytes).toBe(5001);
+    await expect(pool.run({ code: '', truncate: 'tail' as 'head' })).rejects.toThrow(
+      /truncate must be "middle" or "head"/,
+    );
+  });
+});
