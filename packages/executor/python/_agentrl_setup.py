@@ -14,7 +14,8 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 24, 38, 4
 # clone(2)'s syscall number; with every pointer argument 0 the argument order does not matter.
@@ -99,6 +100,14 @@ def loopback_up():
         fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sh14x", b"lo", flags | IFF_UP))
 
 
+def remount_read_only(path):
+    """Makes the mount at `path` read-only in this call's mount namespace, keeping its other flags."""
+    st = os.statvfs(path).f_flag  # ST_* flags: the same bits as MS_* except relatime
+    keep = st & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
+    flags = MS_BIND | MS_REMOUNT | MS_RDONLY | keep | (MS_RELATIME if st & os.ST_RELATIME else 0)
+    check(libc.mount(b"none", path.encode(), None, flags, None), f"remount {path} read-only")
+
+
 def bind_read_only(fd, target):
     """Bind-mounts what `fd` (an O_PATH descriptor opened before /tmp was replaced) names onto `target`, read-only."""
     if os.path.isdir(f"/proc/self/fd/{fd}"):
@@ -124,6 +133,9 @@ def isolate(req, tmp_binds=(), own_network=True):
     if own_network:
         loopback_up()
     check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    # bwrap's /dev is one tmpfs for the whole server; where user code keeps uid 0 (unprivileged mode) it could
+    # leave files there for later calls. Device nodes stay usable on a read-only mount.
+    remount_read_only("/dev")
     held = [(os.open(p, os.O_PATH | os.O_CLOEXEC), p) for p in tmp_binds]
     tmp_opts = f"size={int(req['tmpMb'])}m,mode=1777,nr_inodes=4096".encode()
     check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, tmp_opts), "mount /tmp")
