@@ -9,7 +9,10 @@ import { serve } from './serve.js';
 const USAGE = `usage:
   agentrl-executor serve  [--port 8090] [--host 127.0.0.1] [--redis redis://...] [--prefix agentrl:exec:] [pool options]
   agentrl-executor worker --redis redis://... [--prefix agentrl:exec:] [--batch-size 64] [--visibility-ms 30000] [pool options]
-pool options: --concurrency N --servers N --timeout-ms N --memory-mb N --python python3 --preload numpy,sympy`;
+pool options: --concurrency N --servers N --timeout-ms N --memory-mb N --python python3 --preload numpy,sympy
+  --max-output-bytes N (cap on stdout and on stderr each, per call; default 65536)
+  --read-only PATH[:PATH...] (host paths exposed read-only at the same path, /tmp ones included; repeatable)
+  --pythonpath PATH[:PATH...] (import path entries for user code, as PYTHONPATH; exposed read-only; repeatable)`;
 
 /** Runs the CLI; `agentrl executor ...` in the trainer calls this with its remaining arguments. */
 export async function main(argv: string[]): Promise<void> {
@@ -29,6 +32,9 @@ export async function main(argv: string[]): Promise<void> {
       'memory-mb': { type: 'string' },
       python: { type: 'string' },
       preload: { type: 'string' },
+      'max-output-bytes': { type: 'string' },
+      'read-only': { type: 'string', multiple: true },
+      pythonpath: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -41,6 +47,9 @@ export async function main(argv: string[]): Promise<void> {
       memoryMb: num(values['memory-mb']),
       python: values.python,
       preload: values.preload?.split(',').filter(Boolean),
+      maxOutputBytes: num(values['max-output-bytes']),
+      extraReadOnly: pathList(values['read-only']),
+      pythonPath: pathList(values.pythonpath),
     }).filter(([, v]) => v !== undefined),
   );
   const command = positionals[0];
@@ -77,6 +86,11 @@ export async function main(argv: string[]): Promise<void> {
       void stop().then(() => process.exit(0));
     });
   }
+}
+
+/** Repeated flags, each a PATH-style list (`a:b`), into one list; undefined when the flag is absent. */
+function pathList(values: string[] | undefined): string[] | undefined {
+  return values?.flatMap((v) => v.split(':')).filter(Boolean);
 }
 
 function invokedDirectly(): boolean {

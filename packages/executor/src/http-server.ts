@@ -1,14 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import {
-  CodeJudgeBatchSchema,
-  CodeJudgeSubmissionSchema,
-  fromCodeJudge,
-  fromSandboxFusion,
-  SandboxFusionRequestSchema,
-  toCodeJudge,
-  toSandboxFusion,
-} from './compat.js';
+import { codeJudgePlugin } from './compat/code-judge.js';
+import type { CompatOptions } from './compat/fastapi.js';
+import { sandboxFusionPlugin } from './compat/sandbox-fusion.js';
 import { ExecutorError } from './errors.js';
 import { ExecutorMetrics } from './metrics.js';
 import type { Executor, RunRequest, RunResult } from './types.js';
@@ -92,43 +86,15 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     return { results: await runAll(requests) };
   });
 
-  // code-judge (rStar2-Agent's tool server) drop-in.
-  app.post('/run', async (req, reply) => {
-    const sub = CodeJudgeSubmissionSchema.parse(req.body);
-    if (!admit(1)) return reply.code(503).send({ error: 'queue full; retry later' });
-    const [r] = await runAll([fromCodeJudge(sub)]);
-    return toCodeJudge(sub, r as RunResult);
-  });
-  const judgeBatch = async (body: unknown, reply: import('fastify').FastifyReply) => {
-    const batch = CodeJudgeBatchSchema.parse(body);
-    if (!admit(batch.submissions.length)) return reply.code(503).send({ error: 'queue full; retry later' });
-    const results = await runAll(batch.submissions.map(fromCodeJudge));
-    return {
-      sub_id: batch.sub_id ?? '',
-      results: batch.submissions.map((s, i) => toCodeJudge(s, results[i] as RunResult)),
-    };
+  // The peers' APIs, each in its own plugin (own error shape): code-judge (rStar2-Agent), SandboxFusion (verl).
+  const compat: CompatOptions = {
+    runAll,
+    admit,
+    pending: () => pending,
+    workers: async () => (await backend.workers?.()) ?? 0,
   };
-  app.post('/run/batch', (req, reply) => judgeBatch(req.body, reply));
-  app.post('/run/long-batch', (req, reply) => judgeBatch(req.body, reply));
-  app.get('/status', async () => ({
-    queue: pending,
-    num_workers: (await backend.workers?.()) ?? 0,
-    mode: backend.mode,
-  }));
-
-  // SandboxFusion drop-in.
-  app.post('/run_code', async (req, reply) => {
-    const parsed = SandboxFusionRequestSchema.safeParse(req.body);
-    if (!parsed.success) {
-      return reply
-        .code(400)
-        .send({ status: 'SandboxError', message: parsed.error.issues[0]?.message ?? 'bad request' });
-    }
-    if (!admit(1))
-      return reply.code(503).send({ status: 'SandboxError', message: 'queue full; retry later' });
-    const [r] = await runAll([fromSandboxFusion(parsed.data)]);
-    return toSandboxFusion(r as RunResult);
-  });
+  app.register(codeJudgePlugin, compat);
+  app.register(sandboxFusionPlugin, compat);
 
   return app;
 }

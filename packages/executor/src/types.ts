@@ -11,6 +11,10 @@ export interface RunRequest {
   memoryMb?: number;
   /** Print the repr of the last expression, as a notebook cell would. */
   lastExpression?: boolean;
+  /** Cap on stdout and on stderr each for this call (default: the executor's maxOutputBytes). */
+  maxOutputBytes?: number;
+  /** middle (default): keep the head and the tail with a marker between; head: keep the first bytes only. */
+  truncate?: 'middle' | 'head';
 }
 
 /** A ToolOutcome with the executor's extras. */
