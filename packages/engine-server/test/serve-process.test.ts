@@ -2,7 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCharTokenizer, createModel, type Model, packSequences, saveModel } from '@agentrl/engine';
-import { createSglangAdapter, createVllmAdapter, wrapToolResponse } from '@agentrl/rollout';
+import {
+  connectEngines,
+  createSglangAdapter,
+  createVllmAdapter,
+  syncEngineWeights,
+  wrapToolResponse,
+} from '@agentrl/rollout';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -227,6 +233,26 @@ describe('remote adapters against the process', () => {
       /tokenizes differently from the local tokenizer .*serve the same checkpoint/,
     );
     await sglang.close();
+  });
+});
+
+describe('connectEngines and syncEngineWeights (what --engine URL[,URL…] uses)', () => {
+  it('connects every URL or none, and syncs all of them to one policy version', async () => {
+    const dead = `http://127.0.0.1:${new URL(server.url).port === '1' ? 2 : 1}`;
+    await expect(connectEngines({ kind: 'sglang', urls: [server.url, dead], tokenizer })).rejects.toThrow(
+      /engine at http:\/\/127\.0\.0\.1:[12] is not reachable/,
+    );
+    const engines = await connectEngines({ kind: 'sglang', urls: [server.url, server.url], tokenizer });
+    expect(engines.map((e) => e.info)).toEqual([
+      { model: 'tiny', tokenizerCheck: 'tokenize' },
+      { model: 'tiny', tokenizerCheck: 'tokenize' },
+    ]);
+    // Reload the launch checkpoint (same weights) as policy version 5 on both.
+    await syncEngineWeights(engines, { kind: 'disk', path: join(dir, 'ckpt'), version: 5 });
+    expect(engines.map((e) => e.policyVersion)).toEqual([5, 5]);
+    const info = (await (await fetch(`${server.url}/get_model_info`)).json()) as { weight_version: string };
+    expect(info.weight_version).toBe('5');
+    await Promise.all(engines.map((e) => e.close()));
   });
 });
 

