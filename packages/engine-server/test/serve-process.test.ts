@@ -205,6 +205,22 @@ describe('raw SGLang-shaped requests', () => {
     ]);
   });
 
+  it('/generate with stream sends server-sent events ending in [DONE]', async () => {
+    const res = await fetch(`${server.url}/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        input_ids: afterTool,
+        sampling_params: { temperature: 0, max_new_tokens: 60 },
+        stream: true,
+      }),
+    });
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const events = (await res.text()).split('\n\n').filter(Boolean);
+    expect(events.at(-1)).toBe('data: [DONE]');
+    expect(JSON.parse(events[0]!.slice('data: '.length)).text).toBe('The answer is 42.');
+  });
+
   it('/tokenize and /detokenize agree with the checkpoint tokenizer', async () => {
     const text = '<|im_start|>user\nWhat is 6*7?<|im_end|>';
     const t = await post('/tokenize', { model: 'tiny', prompt: text, add_special_tokens: false });
