@@ -65,6 +65,22 @@ export class ServedEngine {
     spec: GenerationSpec,
     topLogprobs = 0,
   ): Promise<Generation> {
+    if (tokenIds.length === 0)
+      throw new EngineServerError('INVALID_REQUEST', 'the prompt is empty; send at least one token');
+    const wanted = tokenIds.length + spec.params.maxNewTokens;
+    // vLLM's wording (serving_engine.py `_validate_input`): the request does not fit the context.
+    if (wanted > this.maxModelLen)
+      throw new EngineServerError(
+        'INVALID_REQUEST',
+        `This model's maximum context length is ${this.maxModelLen} tokens. However, you requested ${wanted} tokens (${tokenIds.length} in the messages, ${spec.params.maxNewTokens} in the completion). Please reduce the length of the messages or completion.`,
+      );
+    const vocab = this.model.config.vocab_size;
+    const bad = tokenIds.find((t) => t >= vocab);
+    if (bad !== undefined)
+      throw new EngineServerError(
+        'INVALID_REQUEST',
+        `token id ${bad} is out of vocabulary (vocab_size ${vocab})`,
+      );
     await this.waitForReload();
     const controller = new AbortController();
     this.controllers.set(rid, controller);

@@ -92,6 +92,25 @@ describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', 
     expect(res.json().choices[0].token_ids).toHaveLength(6);
   });
 
+  it('refuses a request past the context length, or with an id outside the vocabulary, with a 400', async () => {
+    const long = await server.app.inject({
+      method: 'POST',
+      url: '/v1/completions',
+      payload: { prompt: [9707, 1879], max_tokens: 2000 },
+    });
+    expect(long.statusCode).toBe(400);
+    expect(long.json().message).toMatch(
+      /maximum context length is 1024 tokens\. However, you requested 2002 tokens/,
+    );
+    const oov = await server.app.inject({
+      method: 'POST',
+      url: '/generate',
+      payload: { input_ids: [200_000] },
+    });
+    expect(oov.statusCode).toBe(400);
+    expect(oov.json().message).toMatch(/token id 200000 is out of vocabulary \(vocab_size 151936\)/);
+  });
+
   it('refuses a body over the limit instead of reading it whole (413)', async () => {
     const res = await server.app.inject({
       method: 'POST',
