@@ -1,4 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCharTokenizer, createModel, type Model, packSequences, saveModel } from '@agentrl/engine';
@@ -249,6 +251,56 @@ describe('remote adapters against the process', () => {
       /tokenizes differently from the local tokenizer .*serve the same checkpoint/,
     );
     await sglang.close();
+  });
+});
+
+/** A front for the server that answers /tokenize with 404, as servers without that route do. */
+async function withoutTokenize(target: string): Promise<{ url: string; close(): Promise<void> }> {
+  const front = createServer(async (req, res) => {
+    if (req.url === '/tokenize') {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const r = await fetch(`${target}${req.url}`, {
+      method: req.method ?? 'GET',
+      headers: { 'content-type': 'application/json' },
+      ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
+    });
+    res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
+    res.end(Buffer.from(await r.arrayBuffer()));
+  });
+  await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(front.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => front.close(() => r())),
+  };
+}
+
+describe('tokenizer agreement without /tokenize', () => {
+  it('falls back to a one-token generation, decoded locally', async () => {
+    const front = await withoutTokenize(server.url);
+    try {
+      const vllm = createVllmAdapter({ baseUrl: front.url, tokenizer });
+      expect(await vllm.connect()).toEqual({ model: 'tiny', tokenizerCheck: 'generate' });
+      await vllm.close();
+      const sglang = createSglangAdapter({ baseUrl: front.url, tokenizer });
+      expect((await sglang.connect()).tokenizerCheck).toBe('generate');
+      await sglang.close();
+      // A local tokenizer whose ids mean other text is caught by the generation too.
+      const shifted = {
+        encode: (t: string) => tokenizer.encode(t),
+        decode: (ids: readonly number[]) => `${tokenizer.decode(ids)}?`,
+      };
+      const wrong = createVllmAdapter({ baseUrl: front.url, tokenizer: shifted });
+      await expect(wrong.connect()).rejects.toThrow(
+        /generated token \d+ as .*the local tokenizer decodes it as/,
+      );
+      await wrong.close();
+    } finally {
+      await front.close();
+    }
   });
 });
 
