@@ -111,6 +111,18 @@ describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', 
     expect(oov.json().message).toMatch(/token id 200000 is out of vocabulary \(vocab_size 151936\)/);
   });
 
+  it('bounds the logits buffer of prompt_logprobs with a 400 instead of allocating gigabytes', async () => {
+    const res = await server.app.inject({
+      method: 'POST',
+      url: '/v1/completions',
+      payload: { prompt: Array.from({ length: 1800 }, () => 9707), max_tokens: 0, prompt_logprobs: 0 },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toMatch(
+      /over 1800 tokens need 1\.0 GiB of logits here \(limit 1 GiB\); ask for logprobs=0/,
+    );
+  });
+
   it('refuses a body over the limit instead of reading it whole (413)', async () => {
     const res = await server.app.inject({
       method: 'POST',
