@@ -1,0 +1,15 @@
+export {
+  allgatherJson,
+  broadcastJson,
+  type Communicator,
+  type CreateCommunicatorOptions,
+  createCommunicator,
+  LocalCommunicator,
+  launchedWorldSize,
+  MpiCommunicator,
+  type MpiProbe,
+  probeMpi,
+  THREAD_LEVELS,
+  type ThreadLevel,
+} from './communicator.js';
+export { DistError, DistErrorCode } from './errors.js';
