@@ -187,7 +187,9 @@ export function broadcastJson<T>(comm: Communicator, value: T | undefined, root 
 /** Gathers one JSON value from every rank, in rank order (lengths first, then padded bytes). */
 export function allgatherJson<T>(comm: Communicator, value: T): T[] {
   const bytes = new TextEncoder().encode(JSON.stringify(value));
-  const lens = new Float64Array(comm.allgather(new Uint8Array(new Float64Array([bytes.length]).buffer)).buffer);
+  const lens = new Float64Array(
+    comm.allgather(new Uint8Array(new Float64Array([bytes.length]).buffer)).buffer,
+  );
   const max = Math.max(...lens);
   const padded = new Uint8Array(max);
   padded.set(bytes);

@@ -13,3 +13,4 @@ export {
   type ThreadLevel,
 } from './communicator.js';
 export { DistError, DistErrorCode } from './errors.js';
+export { GradientAllReduce, type GradientSource, globalSum, shardIndices } from './gradients.js';

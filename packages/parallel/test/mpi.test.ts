@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { createCommunicator, DistErrorCode, LocalCommunicator, launchedWorldSize, probeMpi } from '../src/index.js';
+import {
+  createCommunicator,
+  DistErrorCode,
+  LocalCommunicator,
+  launchedWorldSize,
+  probeMpi,
+} from '../src/index.js';
 import { mpirunMissing, results, runMpi } from './mpirun.js';
 
 const missing = mpirunMissing();
@@ -63,15 +69,27 @@ describe.skipIf(missing !== undefined)('mpirun -n 2 (real processes)', () => {
       ]);
       expect(r.config).toEqual({ steps: 3, preset: 'smoke' });
       expect(r.errors.tsInt32).toMatch(/^DIST_INVALID_ARGUMENT: .*Float32Array or a Float64Array/);
-      expect(r.errors.tsRoot).toMatch(/^DIST_INVALID_ARGUMENT: .*root must be an integer rank in \[0, 1\], got 2/);
+      expect(r.errors.tsRoot).toMatch(
+        /^DIST_INVALID_ARGUMENT: .*root must be an integer rank in \[0, 1\], got 2/,
+      );
       expect(r.errors.nativeInt32).toMatch(/^DIST_INVALID_ARGUMENT: mpi: buffer has the wrong dtype/);
       expect(r.errors.nativeNotArray).toMatch(/^DIST_INVALID_ARGUMENT: mpi: buffer must be a typed array/);
       expect(r.errors.nativeRoot).toMatch(/^DIST_INVALID_ARGUMENT: mpi: root must be an integer in \[0, 1\]/);
-      expect(r.errors.nativeRootRange).toMatch(/^DIST_INVALID_ARGUMENT: mpi: root must be an integer in \[0, 1\]/);
-      expect(r.errors.nativeBcastDtype).toMatch(/^DIST_INVALID_ARGUMENT: mpi: buffer has the wrong dtype: expected a Uint8Array/);
-      expect(r.errors.nativeGatherLen).toMatch(/^DIST_INVALID_ARGUMENT: mpi: recv has 7 elements, expected 6/);
-      expect(r.errors.nativeThreadLevel).toMatch(/^DIST_INVALID_ARGUMENT: mpi: threadLevel must be an integer in \[0, 3\]/);
-      expect(r.errors.nativeAbortCode).toMatch(/^DIST_INVALID_ARGUMENT: mpi: code must be an integer in \[0, 255\]/);
+      expect(r.errors.nativeRootRange).toMatch(
+        /^DIST_INVALID_ARGUMENT: mpi: root must be an integer in \[0, 1\]/,
+      );
+      expect(r.errors.nativeBcastDtype).toMatch(
+        /^DIST_INVALID_ARGUMENT: mpi: buffer has the wrong dtype: expected a Uint8Array/,
+      );
+      expect(r.errors.nativeGatherLen).toMatch(
+        /^DIST_INVALID_ARGUMENT: mpi: recv has 7 elements, expected 6/,
+      );
+      expect(r.errors.nativeThreadLevel).toMatch(
+        /^DIST_INVALID_ARGUMENT: mpi: threadLevel must be an integer in \[0, 3\]/,
+      );
+      expect(r.errors.nativeAbortCode).toMatch(
+        /^DIST_INVALID_ARGUMENT: mpi: code must be an integer in \[0, 255\]/,
+      );
     }
   });
 
