@@ -14,3 +14,10 @@ export {
 } from './communicator.js';
 export { DistError, DistErrorCode } from './errors.js';
 export { GradientAllReduce, type GradientSource, globalSum, shardIndices } from './gradients.js';
+export {
+  createNcclCommunicator,
+  NCCL_UNIQUE_ID_BYTES,
+  NcclCommunicator,
+  type NcclProbe,
+  probeNccl,
+} from './nccl.js';
