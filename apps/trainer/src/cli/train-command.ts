@@ -58,6 +58,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
       overrides: args.overrides,
     });
     run = RunDir.forConfig(cfg);
+    run.assertCreatable({ overwrite: Boolean(args.flags.overwrite) });
   }
   if (args.flags['print-config']) {
     process.stdout.write(`${JSON.stringify(cfg, null, 2)}\n`);

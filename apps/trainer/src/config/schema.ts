@@ -205,7 +205,11 @@ export const TrainConfigSchema = z
   .strictObject({
     name: z
       .string()
-      .regex(/^[A-Za-z0-9._-]+$/, 'use letters, digits, dot, dash, underscore')
+      .max(128, 'at most 128 characters')
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+        'use letters, digits, dot, dash and underscore, starting with a letter or digit (no ".", "..", "/" or "\\": the name is one folder under runsDir)',
+      )
       .default('tiny')
       .describe('run name: outputs go to <runsDir>/<name>/'),
     runsDir: z.string().default('runs').describe('folder that holds run directories'),
