@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from 'agentrl';
@@ -159,6 +159,47 @@ describe('agentrl train --preset smoke', () => {
       const a = readJsonl(join(runs, 'full', 'metrics.jsonl')).map(stripTiming);
       const b = readJsonl(join(dir, 'metrics.jsonl')).map(stripTiming);
       expect(b).toEqual(a);
+    },
+  );
+
+  // A longer SFT, so a kill lands inside it; --stop-after 0 ends the run at the SFT checkpoint.
+  const sftRun = ['--sft.steps', '40', '--stop-after', '0'];
+
+  it.skipIf(childError !== null)(
+    'after kill -9 during SFT, --resume continues SFT from its newest checkpoint, or restarts it when there is none',
+    async () => {
+      const ref = await cli([...common, '--name', 'sft-ref', ...sftRun, '--sft.checkpointEvery', '4']);
+      expect(ref.code, ref.stderr).toBe(0);
+      const want = readJsonl(join(runs, 'sft-ref', 'metrics.jsonl')).map(stripTiming);
+      expect(want.filter((m) => m.phase === 'sft')).toHaveLength(40);
+      for (const [name, every, landed] of [
+        ['sft-ckpt', '4', /resuming .* in SFT after step \d+ \(.*sft-0000\d\d\)/],
+        ['sft-none', '0', /no checkpoint yet .*restarting SFT/],
+      ] as const) {
+        const dir = join(runs, name);
+        const child = startCli([...common, '--name', name, ...sftRun, '--sft.checkpointEvery', every]);
+        const latest = join(dir, 'checkpoints', 'latest');
+        await waitFor(
+          () =>
+            every === '0'
+              ? readJsonl(join(dir, 'metrics.jsonl')).some((m) => m.phase === 'sft')
+              : existsSync(latest) && readFileSync(latest, 'utf8').startsWith('sft-'),
+          150_000,
+          `${name}: SFT under way`,
+        );
+        child.kill('SIGKILL');
+        expect((await child.result).signal).toBe('SIGKILL');
+        const before = readJsonl(join(dir, 'metrics.jsonl'));
+        // The kill landed in SFT: it had not finished, and the post-SFT evaluation was never written.
+        expect(before.filter((m) => m.phase === 'sft').length, name).toBeLessThan(40);
+        expect(before.some((m) => m.phase === 'eval'), name).toBe(false);
+        const resumed = await runCli(['train', '--resume', dir, '--no-progress', '--stop-after', '0']);
+        expect(resumed.code, resumed.stderr).toBe(0);
+        expect(resumed.stderr).toMatch(landed);
+        expect(readJsonl(join(dir, 'metrics.jsonl')).map(stripTiming), name).toEqual(want);
+        // SFT checkpoints are resume points of SFT only: the end-of-SFT checkpoint replaces them.
+        expect(readdirSync(join(dir, 'checkpoints')).sort()).toEqual(['latest', 'step-000000']);
+      }
     },
   );
 

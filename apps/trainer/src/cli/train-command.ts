@@ -38,6 +38,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
   let run: RunDir;
   let cfg: TrainConfig;
   let resume: ReturnType<typeof prepareResume> = null;
+  let restart = false;
   if (resumeDir) {
     run = new RunDir(resumeDir);
     // The run's own config is the truth; flags may only change how it is shown, not what it computes.
@@ -51,6 +52,8 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     }
     cfg = parseConfig(deepMerge(saved, args.overrides), `${run.configPath}`);
     resume = prepareResume(run);
+    // Killed during SFT before its first checkpoint: nothing to continue from, so SFT starts over.
+    restart = resume === null;
   } else {
     cfg = resolveConfig({
       preset: args.flags.preset as string | undefined,
@@ -71,11 +74,15 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     resumePhase: resume ? (resume.state.rlStep > 0 ? 'rl' : 'sft') : undefined,
   });
   try {
-    if (!resume) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
+    if (!resumeDir) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
     progress.log(
       resume
-        ? `resuming ${run.root} at RL step ${resume.state.rlStep} (${resume.checkpointDir})`
-        : `run ${run.root}: ${split.train.length} training / ${split.heldOut.length} held-out problems`,
+        ? resume.state.sftDone
+          ? `resuming ${run.root} at RL step ${resume.state.rlStep} (${resume.checkpointDir})`
+          : `resuming ${run.root} in SFT after step ${resume.state.sftStep} (${resume.checkpointDir})`
+        : restart
+          ? `resuming ${run.root}: no checkpoint yet (stopped during SFT before its first one), restarting SFT`
+          : `run ${run.root}: ${split.train.length} training / ${split.heldOut.length} held-out problems`,
     );
     const result = await train({
       cfg,

@@ -64,6 +64,12 @@ export const SftConfigSchema = z
     examples: pos().default(2000).describe('demonstrations generated from the training split'),
     steps: int().nonnegative().default(1000).describe('optimizer steps of SFT'),
     batchSize: pos().default(16).describe('demonstrations per SFT step'),
+    checkpointEvery: int()
+      .nonnegative()
+      .default(200)
+      .describe(
+        'write a checkpoint every k SFT steps (0 = only at the end of SFT); --resume after a kill during SFT continues from the newest one (only the newest SFT checkpoint is kept)',
+      ),
     lr: z.number().positive().default(3e-3).describe('SFT peak learning rate'),
     warmupSteps: int().nonnegative().default(20).describe('SFT linear warm-up steps'),
     beta2: z

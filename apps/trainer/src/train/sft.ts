@@ -44,24 +44,28 @@ export function tokenizeDemo(
   return { tokenIds, lossMask };
 }
 
-/** Runs `cfg.sft.steps` optimizer steps on random batches of the demonstrations (seeded per step). */
+/**
+ * Runs SFT optimizer steps `firstStep`..`cfg.sft.steps` on random batches of the demonstrations
+ * (seeded per step, so a resumed run draws the batches the uninterrupted one would have).
+ */
 export async function runSft(opts: {
   cfg: TrainConfig;
   sequences: readonly MaskedSequence[];
   policy: TrainablePolicy;
+  firstStep?: number;
   onStep: (
     step: number,
     m: { loss: number; gradNorm: number; lr: number; tokens: number; seconds: number },
-  ) => void;
+  ) => void | Promise<void>;
 }): Promise<void> {
   const { cfg, sequences, policy } = opts;
   const sft = cfg.sft;
-  for (let step = 1; step <= sft.steps; step++) {
+  for (let step = opts.firstStep ?? 1; step <= sft.steps; step++) {
     const rng = Rng.derive(cfg.seed, 'sft-batch', step);
     const batch = Array.from({ length: sft.batchSize }, () => sequences[rng.int(0, sequences.length - 1)]!);
     const t0 = performance.now();
     const r = policy.sftStep(batch);
-    opts.onStep(step, { ...r, seconds: (performance.now() - t0) / 1000 });
+    await opts.onStep(step, { ...r, seconds: (performance.now() - t0) / 1000 });
     // Yield so the progress bar and signals get a turn between CPU-bound steps.
     await new Promise((resolve) => setImmediate(resolve));
   }

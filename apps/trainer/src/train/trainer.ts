@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { formatToolOutcome, wrapToolResponse } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
@@ -100,12 +100,13 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       const sequences = demos.map((d) =>
         tokenizeDemo(d, factory.chatFormat, env.tokenizer, { maskDirectAnswer: cfg.sft.maskDirectAnswers }),
       );
-      progress.start(cfg.sft.steps, 0, 'sft');
+      progress.start(cfg.sft.steps, state.sftStep, 'sft');
       await runSft({
         cfg,
         sequences,
         policy,
-        onStep: (step, m) => {
+        firstStep: state.sftStep + 1,
+        onStep: async (step, m) => {
           log.append({
             phase: 'sft',
             step,
@@ -118,6 +119,12 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
             wallSeconds: wall(),
           });
           progress.update(step, { loss: m.loss, lr: m.lr });
+          state.sftStep = step;
+          const every = cfg.sft.checkpointEvery;
+          if (every > 0 && step % every === 0 && step < cfg.sft.steps) {
+            await checkpoint(sftTag(step));
+            pruneSftCheckpoints(run, sftTag(step));
+          }
         },
       });
       progress.stop();
@@ -126,6 +133,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     await doEval(0, 'sft');
     state.sftDone = true;
     await checkpoint('step-000000');
+    pruneSftCheckpoints(run, null);
     writeReport();
   }
 
@@ -217,14 +225,34 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   };
 }
 
-/** Loads the trainer state of a run's latest checkpoint and trims metrics.jsonl to it. */
+const SFT_TAG = /^sft-\d{6}$/;
+const sftTag = (step: number) => `sft-${String(step).padStart(6, '0')}`;
+
+/** Removes the SFT checkpoints other than `keep` (they are only resume points of SFT itself). */
+function pruneSftCheckpoints(run: RunDir, keep: string | null): void {
+  if (!existsSync(run.checkpointsDir)) return;
+  for (const tag of readdirSync(run.checkpointsDir)) {
+    if (SFT_TAG.test(tag) && tag !== keep) rmSync(run.checkpointDir(tag), { recursive: true, force: true });
+  }
+}
+
+/**
+ * Loads the trainer state of a run's latest checkpoint and trims metrics.jsonl to it. A run killed
+ * during SFT before its first checkpoint has none: its metrics are cleared and SFT restarts (null).
+ */
 export function prepareResume(run: RunDir): { state: TrainerState; checkpointDir: string } | null {
+  const log = new MetricsLog(run.metricsPath);
   const tag = run.latestCheckpoint();
-  if (!tag) return null;
+  if (!tag) {
+    log.truncateTo(() => false);
+    return null;
+  }
   const dir = run.checkpointDir(tag);
   const state = readState(dir);
-  new MetricsLog(run.metricsPath).truncateTo((r) =>
-    r.phase === 'sft' ? state.sftDone : r.step <= state.rlStep,
+  log.truncateTo((r) =>
+    state.sftDone
+      ? r.phase === 'sft' || r.step <= state.rlStep
+      : r.phase === 'sft' && r.step <= state.sftStep,
   );
   return { state, checkpointDir: dir };
 }
