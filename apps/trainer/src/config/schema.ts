@@ -45,10 +45,10 @@ export const TaskConfigSchema = z
       .describe('jsonl/parquet training rows: {prompt, reward_model.ground_truth} or {question, answer}'),
     evalFiles: z.array(z.string()).default([]).describe('jsonl/parquet held-out rows, same layouts'),
     reward: z
-      .enum(['auto', 'boxed-integer', 'boxed', 'any'])
+      .enum(['auto', 'boxed-integer', 'boxed', 'any', 'rstar'])
       .default('auto')
       .describe(
-        'what earns reward 1: the last \\boxed{} verified against the gold (boxed), and an integer literal (boxed-integer), or math-verify on the whole response (any); auto = boxed-integer for multiply, boxed for files',
+        'what earns reward 1: the last \\boxed{} verified against the gold (boxed), and an integer literal (boxed-integer), math-verify on the whole response (any), or rStar2-Agent\'s DAPO/AIME reward: the answer after the last "Answer:" or in the last \\boxed{}, else math-verify on the whole response (rstar); auto = boxed-integer for multiply, boxed for files',
       ),
     systemPrompt: z
       .string()

@@ -44,7 +44,9 @@ describe('run directory safety', () => {
       }
       expect(err).toBeInstanceOf(TrainerError);
       expect((err as TrainerError).code).toBe('RUN_DIR');
-      expect((err as Error).message).toMatch(/not a run directory \(no \.agentrl-run marker\).*another --name/);
+      expect((err as Error).message).toMatch(
+        /not a run directory \(no \.agentrl-run marker\).*another --name/,
+      );
     }
     expect(readFileSync(join(victim, 'weights.bin'), 'utf8')).toBe('precious');
     expect(readdirSync(victim).sort()).toEqual(['metrics.jsonl', 'weights.bin']);
@@ -99,7 +101,15 @@ describe('run directory safety', () => {
     const dots = await cli(['train', '--runsDir', inner, '--name', '..', '--overwrite', '--no-progress']);
     expect(dots.code).toBe(2);
     expect(dots.stderr).toMatch(/name: use letters.*no "\."/);
-    const foreign = await cli(['train', '--runsDir', runsDir, '--name', 'inner', '--overwrite', '--no-progress']);
+    const foreign = await cli([
+      'train',
+      '--runsDir',
+      runsDir,
+      '--name',
+      'inner',
+      '--overwrite',
+      '--no-progress',
+    ]);
     expect(foreign.code).toBe(1);
     expect(foreign.stderr).toMatch(/inner is not empty and is not a run directory/);
     expect(readFileSync(join(inner, 'keep.txt'), 'utf8')).toBe('k');
