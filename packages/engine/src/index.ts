@@ -49,6 +49,15 @@ export {
   createCharTokenizer,
   DEFAULT_SPECIAL_TOKENS,
 } from './tokenizer/char.js';
-export { CHATML_TEMPLATE, type RenderChatOptions, renderChat } from './tokenizer/chat.js';
-export { createHfTokenizer, HfTokenizer, loadHfTokenizer } from './tokenizer/hf.js';
+export {
+  CHATML_TEMPLATE,
+  compileChatTemplate,
+  type RenderChatOptions,
+  renderChat,
+  selectChatTemplate,
+  type TemplateMessage,
+} from './tokenizer/chat.js';
+export { createHfTokenizer, HfTokenizer, type HfTokenizerMeta } from './tokenizer/hf.js';
+export { loadHfTokenizer } from './tokenizer/hf-files.js';
 export type { Tokenizer } from './tokenizer/types.js';
+export { assertVocabularyFits, vocabularyMismatch } from './tokenizer/vocab-check.js';

@@ -109,7 +109,8 @@ export async function runTrajectory(
         parseFailure: parsed.kind === 'failure' ? parsed.failure : null,
         outcome,
       });
-      const response = wrapToolResponse(formatToolOutcome(outcome, config.toolResponseMaxChars));
+      const output = formatToolOutcome(outcome, config.toolResponseMaxChars);
+      const response = chatFormat.toolRole === 'tool' ? output : wrapToolResponse(output);
       const segment = chatFormat.toolResponseSegment(text, response);
       // Only the new segment is encoded: the tokens already in the trajectory never change.
       const segmentIds = tokenizer.encode(segment);

@@ -11,6 +11,8 @@ export {
   type ChatFormat,
   type ChatFormatOptions,
   createChatFormat,
+  createChatFormatForTokenizer,
+  type TemplateTokenizer,
   wrapToolResponse,
 } from './chat-format.js';
 export {
