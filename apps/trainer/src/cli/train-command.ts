@@ -6,6 +6,8 @@ import { createProgress } from '../run/progress.js';
 import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
 import { createEnvironment } from '../train/create-environment.js';
+import { loadSftSource } from '../train/sft-source.js';
+import { checkTokenBudget } from '../train/token-budget.js';
 import { prepareResume, train } from '../train/trainer.js';
 import { parseArgs } from './args.js';
 import { TRAIN_FLAGS } from './commands.js';
@@ -74,6 +76,10 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     resumePhase: resume ? (resume.state.rlStep > 0 ? 'rl' : 'sft') : undefined,
   });
   try {
+    checkTokenBudget(cfg, [...split.train, ...split.heldOut], env.tokenizer, env.chatFormat);
+    const sftDemos = resume?.state.sftDone
+      ? null
+      : await loadSftSource(cfg, split.train, (l) => progress.log(l));
     if (!resumeDir) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
     progress.log(
       resume
@@ -92,6 +98,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
       progress,
       resumeState: resume?.state ?? null,
       stopAfter,
+      sftDemos,
     });
     const acc = result.finalEval
       ? `held-out avg@${cfg.eval.k} ${(result.finalEval.accuracy * 100).toFixed(1)}%`

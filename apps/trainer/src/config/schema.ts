@@ -61,7 +61,15 @@ export const TaskConfigSchema = z
 export const SftConfigSchema = z
   .strictObject({
     enabled: z.boolean().default(true).describe('run the non-reasoning SFT cold start'),
-    examples: pos().default(2000).describe('demonstrations generated from the training split'),
+    files: z
+      .array(z.string())
+      .default([])
+      .describe(
+        'jsonl/parquet SFT transcripts in the messages format ({"messages": [system?, user, assistant, tool, assistant, ...]}, tool_calls allowed); empty = demonstrations generated for multiplication problems',
+      ),
+    examples: pos()
+      .default(2000)
+      .describe('demonstrations generated from the training split (sft.files are used whole)'),
     steps: int().nonnegative().default(1000).describe('optimizer steps of SFT'),
     batchSize: pos().default(16).describe('demonstrations per SFT step'),
     checkpointEvery: int()

@@ -58,7 +58,8 @@ export async function loadDatasetFiles(files: readonly string[]): Promise<Loaded
   return out;
 }
 
-async function readRows(file: string): Promise<unknown[]> {
+/** The rows of one jsonl or parquet file; a jsonl line that is not JSON becomes `{__invalid}`. */
+export async function readRows(file: string): Promise<unknown[]> {
   let buf: Buffer;
   try {
     buf = readFileSync(file);

@@ -2,6 +2,8 @@ import { createCharTokenizer, createGenerator, setEngineThreads } from '@agentrl
 import { createExecutor, type Executor } from '@agentrl/executor';
 import { verify as mathVerify } from '@agentrl/math-verify';
 import {
+  CHATML_TEMPLATE,
+  createChatFormat,
   createNativeAdapter,
   createSglangAdapter,
   createVllmAdapter,
@@ -60,10 +62,14 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
       const r = mathVerify(gold, response);
       return { correct: r.correct, extracted: r.extracted ?? null };
     };
+    // No tool list in the template: the task's own short system message describes the tool, since a
+    // char-level model pays for every character of a prompt in every rollout.
+    const chatFormat = createChatFormat({ template: CHATML_TEMPLATE });
     return {
       policy: trainable ? policy : null,
       engines,
       tokenizer,
+      chatFormat,
       executor,
       verify,
       async syncWeights() {

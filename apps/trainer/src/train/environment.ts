@@ -1,4 +1,4 @@
-import type { CodeExecutor, EngineAdapter, RolloutTokenizer } from '@agentrl/rollout';
+import type { ChatFormat, CodeExecutor, EngineAdapter, RolloutTokenizer } from '@agentrl/rollout';
 import type { TrainablePolicy } from './policy.js';
 import type { Verify } from './reward.js';
 
@@ -10,6 +10,8 @@ export interface Environment {
   policy: TrainablePolicy | null;
   engines: EngineAdapter[];
   tokenizer: RolloutTokenizer;
+  /** How prompts and turns are laid out for that tokenizer (SFT, rollouts and eval share it). */
+  chatFormat: ChatFormat;
   executor: CodeExecutor;
   verify: Verify;
   /** Pushes the policy's new weights to engines that do not share them in-process. */

@@ -1,7 +1,6 @@
 import {
-  CHATML_TEMPLATE,
+  type ChatFormat,
   type CodeExecutor,
-  createChatFormat,
   createEngineScheduler,
   createPythonTool,
   createRollout,
@@ -20,6 +19,7 @@ export const PYTHON_TOOL_NAME = 'python';
 export interface RolloutFactoryOptions {
   engines: EngineAdapter[];
   tokenizer: RolloutTokenizer;
+  chatFormat: ChatFormat;
   executor: CodeExecutor;
   toolTimeoutMs: number;
   maxTurns: number;
@@ -45,9 +45,7 @@ export async function createRolloutFactory(opts: RolloutFactoryOptions) {
   const tools = createToolRegistry([
     createPythonTool(opts.executor, { name: PYTHON_TOOL_NAME, timeoutMs: opts.toolTimeoutMs }),
   ]);
-  // No tool list in the template: the task's own short system message describes the tool, since a
-  // char-level model pays for every character of a prompt in every rollout.
-  const chatFormat = createChatFormat({ template: CHATML_TEMPLATE });
+  const chatFormat = opts.chatFormat;
   return {
     chatFormat,
     tools,
@@ -79,6 +77,7 @@ export function createRunRolloutFactory(cfg: TrainConfig, env: Environment) {
   return createRolloutFactory({
     engines: env.engines,
     tokenizer: env.tokenizer,
+    chatFormat: env.chatFormat,
     executor: env.executor,
     toolTimeoutMs: cfg.executor.timeoutMs,
     maxTurns: cfg.rl.maxTurns,

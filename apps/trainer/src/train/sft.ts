@@ -15,15 +15,16 @@ export function tokenizeDemo(
   tokenizer: RolloutTokenizer,
   opts: { maskDirectAnswer?: boolean } = {},
 ): MaskedSequence {
-  const promptMessages = demo.messages.slice(0, 2);
-  const tokenIds = tokenizer.encode(chat.renderPrompt(promptMessages));
+  const firstReply = demo.messages.findIndex((m) => m.role === 'assistant');
+  const promptEnd = firstReply < 0 ? demo.messages.length : firstReply;
+  const tokenIds = tokenizer.encode(chat.renderPrompt(demo.messages.slice(0, promptEnd)));
   const lossMask: (0 | 1)[] = tokenIds.map(() => 0);
   const push = (text: string, loss: 0 | 1) => {
     const ids = tokenizer.encode(text);
     tokenIds.push(...ids);
     for (let i = 0; i < ids.length; i++) lossMask.push(loss);
   };
-  const rest = demo.messages.slice(2);
+  const rest = demo.messages.slice(promptEnd);
   for (let i = 0; i < rest.length; i++) {
     const m = rest[i]!;
     if (m.role !== 'assistant') continue;

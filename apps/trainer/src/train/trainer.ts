@@ -9,7 +9,7 @@ import type { Progress } from '../run/progress.js';
 import { renderReport } from '../run/report.js';
 import type { RunDir } from '../run/run-dir.js';
 import type { Problem, ProblemSplit } from '../task/problem.js';
-import { buildSftDemos } from '../task/sft-data.js';
+import { buildSftDemos, type SftDemo } from '../task/sft-data.js';
 import { startCursor, takeIds } from './cursor.js';
 import type { Environment } from './environment.js';
 import { rewardModeOf } from './reward.js';
@@ -28,6 +28,8 @@ export interface TrainOptions {
   resumeState: TrainerState | null;
   /** Stop (resumably) after this many RL steps in total. */
   stopAfter?: number | undefined;
+  /** SFT transcripts from `sft.files`; null = generate demonstrations (see loadSftSource). */
+  sftDemos?: SftDemo[] | null;
 }
 
 export interface TrainResult {
@@ -88,17 +90,19 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   // ---- stage 0: SFT cold start ----------------------------------------------------------------
   if (!state.sftDone) {
     if (cfg.sft.enabled && cfg.sft.steps > 0) {
-      const demos = await buildSftDemos(split.train, {
-        seed: cfg.seed,
-        examples: cfg.sft.examples,
-        mix: cfg.sft.mix,
-        systemPrompt: cfg.task.systemPrompt,
-        runTool: (code) => env.executor.run({ code, timeoutMs: cfg.executor.timeoutMs }),
-        renderToolResponse: (o) => wrapToolResponse(formatToolOutcome(o, cfg.rl.toolResponseMaxChars)),
-      });
+      const demos =
+        opts.sftDemos ??
+        (await buildSftDemos(split.train, {
+          seed: cfg.seed,
+          examples: cfg.sft.examples,
+          mix: cfg.sft.mix,
+          systemPrompt: cfg.task.systemPrompt,
+          runTool: (code) => env.executor.run({ code, timeoutMs: cfg.executor.timeoutMs }),
+          renderToolResponse: (o) => wrapToolResponse(formatToolOutcome(o, cfg.rl.toolResponseMaxChars)),
+        }));
       writeFileSync(run.sftDataPath, demos.map((d) => JSON.stringify(d)).join('\n') + '\n');
       const sequences = demos.map((d) =>
-        tokenizeDemo(d, factory.chatFormat, env.tokenizer, { maskDirectAnswer: cfg.sft.maskDirectAnswers }),
+        tokenizeDemo(d, env.chatFormat, env.tokenizer, { maskDirectAnswer: cfg.sft.maskDirectAnswers }),
       );
       progress.start(cfg.sft.steps, state.sftStep, 'sft');
       await runSft({
