@@ -192,7 +192,10 @@ describe('agentrl train --preset smoke', () => {
         const before = readJsonl(join(dir, 'metrics.jsonl'));
         // The kill landed in SFT: it had not finished, and the post-SFT evaluation was never written.
         expect(before.filter((m) => m.phase === 'sft').length, name).toBeLessThan(40);
-        expect(before.some((m) => m.phase === 'eval'), name).toBe(false);
+        expect(
+          before.some((m) => m.phase === 'eval'),
+          name,
+        ).toBe(false);
         const resumed = await runCli(['train', '--resume', dir, '--no-progress', '--stop-after', '0']);
         expect(resumed.code, resumed.stderr).toBe(0);
         expect(resumed.stderr).toMatch(landed);

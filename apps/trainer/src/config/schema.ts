@@ -16,6 +16,19 @@ export const ModelConfigSchema = z
       .nullable()
       .default(null)
       .describe('checkpoint directory to start from (HF safetensors + config.json); null = random init'),
+    tokenizer: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe(
+        "Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json with its chat_template); null = the init checkpoint's own, or the byte tokenizer when init is null",
+      ),
+    chatTemplateKwargs: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe(
+        'extra chat-template variables, as transformers\' apply_chat_template kwargs (e.g. {"enable_thinking": false} for Qwen3)',
+      ),
     hiddenSize: pos().default(64).describe('width of the residual stream'),
     numLayers: pos().default(2).describe('transformer blocks'),
     numHeads: pos().default(2).describe('attention heads'),
@@ -25,7 +38,9 @@ export const ModelConfigSchema = z
     ropeTheta: z.number().positive().default(10000).describe('RoPE base'),
     tieEmbeddings: z.boolean().default(true).describe('share the token embedding and lm_head'),
   })
-  .describe('the policy model (a tiny Qwen-style decoder with a char tokenizer unless init is set)');
+  .describe(
+    'the policy model (a tiny Qwen-style decoder with the byte tokenizer unless init or tokenizer is set)',
+  );
 
 export const TaskConfigSchema = z
   .strictObject({

@@ -1,13 +1,19 @@
-import { createCharTokenizer, createGenerator, setEngineThreads } from '@agentrl/engine';
+import { join } from 'node:path';
+import { createGenerator, setEngineThreads } from '@agentrl/engine';
 import { createExecutor, type Executor } from '@agentrl/executor';
 import { verify as mathVerify } from '@agentrl/math-verify';
 import {
   CHATML_TEMPLATE,
+  type ChatFormat,
   createChatFormat,
+  createChatFormatForTokenizer,
   createNativeAdapter,
+  createPythonTool,
   createSglangAdapter,
+  createToolRegistry,
   createVllmAdapter,
   type EngineAdapter,
+  type ToolRegistry,
 } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
@@ -16,6 +22,8 @@ import { NativeTrainer } from './native-policy.js';
 import { probeTcp } from './probe.js';
 import { checkPython } from './python-check.js';
 import type { Verify } from './reward.js';
+import { PYTHON_TOOL_NAME } from './rollout-factory.js';
+import { loadRunTokenizer, type RunTokenizer } from './tokenizer-source.js';
 
 export interface EnvironmentOptions {
   /** Checkpoint to load the policy from (null = fresh seeded init). */
@@ -35,18 +43,22 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
   const executor = await openExecutor(cfg);
   try {
     if (cfg.threads > 0) setEngineThreads(cfg.threads);
-    const tokenizer = createCharTokenizer();
+    const runTokenizer = await loadRunTokenizer(cfg, opts.initDir);
+    const tokenizer = runTokenizer.tokenizer;
     const trainable = opts.trainable ?? true;
     let policy: NativeTrainer | null = null;
     const engines: EngineAdapter[] = [];
     if (trainable || !cfg.engine.url) {
       policy = await NativeTrainer.create(cfg, {
         initDir: opts.initDir,
-        vocabSize: tokenizer.vocabSize,
-        eosTokenId: tokenizer.eosTokenId,
+        tokenizer: runTokenizer,
         ...(opts.resumePhase ? { resumePhase: opts.resumePhase } : {}),
       });
     }
+    const tools = createToolRegistry([
+      createPythonTool(executor, { name: PYTHON_TOOL_NAME, timeoutMs: cfg.executor.timeoutMs }),
+    ]);
+    const chatFormat = chatFormatFor(cfg, runTokenizer, tools);
     if (cfg.engine.url) {
       engines.push(
         cfg.engine.kind === 'sglang'
@@ -62,14 +74,13 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
       const r = mathVerify(gold, response);
       return { correct: r.correct, extracted: r.extracted ?? null };
     };
-    // No tool list in the template: the task's own short system message describes the tool, since a
-    // char-level model pays for every character of a prompt in every rollout.
-    const chatFormat = createChatFormat({ template: CHATML_TEMPLATE });
     return {
       policy: trainable ? policy : null,
       engines,
       tokenizer,
+      tokenizerDir: runTokenizer.dir,
       chatFormat,
+      tools,
       executor,
       verify,
       async syncWeights() {
@@ -83,6 +94,28 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
   } catch (err) {
     await executor.close();
     throw err;
+  }
+}
+
+/**
+ * The chat layout of the run. The byte tokenizer gets ChatML with no tool list (the task's short
+ * system message describes the tool: a char-level model pays for every character of a prompt in
+ * every rollout). An HF tokenizer gets its own chat template, rendered as transformers'
+ * `apply_chat_template(messages, tools=[python], add_generation_prompt=True, **chatTemplateKwargs)`.
+ */
+function chatFormatFor(cfg: TrainConfig, t: RunTokenizer, tools: ToolRegistry): ChatFormat {
+  if (t.dir === null) return createChatFormat({ template: CHATML_TEMPLATE });
+  try {
+    return createChatFormatForTokenizer(t.tokenizer, {
+      tools: tools.schemas(),
+      templateKwargs: cfg.model.chatTemplateKwargs,
+    });
+  } catch (cause) {
+    throw new TrainerError(
+      'CHECKPOINT',
+      `tokenizer: ${join(t.dir, 'tokenizer_config.json')}: ${(cause as Error).message}`,
+      { cause },
+    );
   }
 }
 

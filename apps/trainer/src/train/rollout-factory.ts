@@ -1,14 +1,12 @@
 import {
   type ChatFormat,
-  type CodeExecutor,
   createEngineScheduler,
-  createPythonTool,
   createRollout,
-  createToolRegistry,
   type EngineAdapter,
   type Rollout,
   type RolloutTokenizer,
   type Scheduler,
+  type ToolRegistry,
 } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import type { Environment } from './environment.js';
@@ -20,8 +18,9 @@ export interface RolloutFactoryOptions {
   engines: EngineAdapter[];
   tokenizer: RolloutTokenizer;
   chatFormat: ChatFormat;
-  executor: CodeExecutor;
-  toolTimeoutMs: number;
+  tools: ToolRegistry;
+  /** Ids that end generation besides the end of turn (Qwen3: `<|endoftext|>`). */
+  stopTokenIds?: readonly number[] | undefined;
   maxTurns: number;
   toolResponseMaxChars: number;
 }
@@ -42,10 +41,7 @@ export interface RolloutSettings {
  */
 export async function createRolloutFactory(opts: RolloutFactoryOptions) {
   const scheduler: Scheduler<EngineAdapter> = await createEngineScheduler(opts.engines);
-  const tools = createToolRegistry([
-    createPythonTool(opts.executor, { name: PYTHON_TOOL_NAME, timeoutMs: opts.toolTimeoutMs }),
-  ]);
-  const chatFormat = opts.chatFormat;
+  const { tools, chatFormat } = opts;
   return {
     chatFormat,
     tools,
@@ -64,6 +60,7 @@ export async function createRolloutFactory(opts: RolloutFactoryOptions) {
             topP: s.topP,
             maxNewTokens: s.maxTurnTokens,
             seed: s.seed,
+            ...(opts.stopTokenIds?.length ? { stopTokenIds: [...opts.stopTokenIds] } : {}),
           },
         },
       });
@@ -78,8 +75,8 @@ export function createRunRolloutFactory(cfg: TrainConfig, env: Environment) {
     engines: env.engines,
     tokenizer: env.tokenizer,
     chatFormat: env.chatFormat,
-    executor: env.executor,
-    toolTimeoutMs: cfg.executor.timeoutMs,
+    tools: env.tools,
+    stopTokenIds: env.tokenizerDir ? env.tokenizer.stopTokenIds : undefined,
     maxTurns: cfg.rl.maxTurns,
     toolResponseMaxChars: cfg.rl.toolResponseMaxChars,
   });
