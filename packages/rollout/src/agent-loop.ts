@@ -26,6 +26,11 @@ export interface TrajectoryJob {
   promptText: string;
   /** Per-trajectory seed, so the n samples of one prompt differ yet the run is reproducible. */
   seed?: number;
+  /**
+   * Policy version of the weights the engine holds, for engines that do not report one (the
+   * in-process engine); a version the engine reports wins.
+   */
+  policyVersion?: number;
   signal?: AbortSignal;
 }
 
@@ -60,6 +65,8 @@ export async function runTrajectory(
   const limit = job.promptIds.length + config.maxResponseTokens;
   const stops = turnStops(ctx, config.sampling);
   let finish: FinishReason = 'max_turns';
+  let engineError: string | undefined;
+  let policyVersion = job.policyVersion;
   try {
     for (let turn = 0; turn < config.maxTurns; turn++) {
       const budget = limit - t.length;
@@ -79,6 +86,7 @@ export async function runTrajectory(
         result = await generateWithDeadline(engine, job, t.tokenIds, params, config.requestTimeoutMs);
       } catch (err) {
         if (!isEngineFailure(err)) throw err;
+        engineError = err.message;
         finish =
           err.code === RolloutErrorCode.ENGINE_TIMEOUT
             ? 'timeout'
@@ -87,6 +95,12 @@ export async function runTrajectory(
               : 'engine_error';
         break;
       }
+      // The oldest weights that sampled any turn: what the trainer's off-policy accounting needs.
+      if (result.policyVersion !== undefined)
+        policyVersion =
+          policyVersion === undefined || turn === 0
+            ? result.policyVersion
+            : Math.min(policyVersion, result.policyVersion);
       const text = tokenizer.decode(result.tokenIds);
       t.appendSampled(result.tokenIds, result.logprobs, text);
       if (result.finishReason === 'length') {
@@ -123,7 +137,10 @@ export async function runTrajectory(
   } finally {
     await engine.release(job.id);
   }
-  return t.finish(finish);
+  return t.finish(finish, {
+    ...(policyVersion !== undefined ? { policyVersion } : {}),
+    ...(engineError !== undefined ? { engineError } : {}),
+  });
 }
 
 /** A tool that never returns must not hang the trajectory: past the deadline it counts as a timeout. */

@@ -3,8 +3,20 @@ export {
   createNativeAdapter,
   type NativeAdapterOptions,
 } from './adapters/native-adapter.js';
-export { createSglangAdapter } from './adapters/sglang-adapter.js';
-export { createVllmAdapter, type VllmAdapterOptions } from './adapters/vllm-adapter.js';
+export {
+  checkTokenizerAgreement,
+  probeEngine,
+  type RemoteEngineInfo,
+  resolveServedModel,
+  TOKENIZER_PROBE,
+} from './adapters/remote-checks.js';
+export { createSglangAdapter, type SglangAdapter } from './adapters/sglang-adapter.js';
+export {
+  createVllmAdapter,
+  type RemoteAdapterOptions,
+  type VllmAdapter,
+  type VllmAdapterOptions,
+} from './adapters/vllm-adapter.js';
 export { type AgentLoopContext, runTrajectory, type TrajectoryJob, turnStops } from './agent-loop.js';
 export {
   CHATML_TEMPLATE,
@@ -31,6 +43,7 @@ export type {
 export { isEngineFailure, RolloutError, RolloutErrorCode } from './errors.js';
 export { createJsonClient, type JsonClient, type JsonClientOptions } from './http/json-client.js';
 export { metricSum, type PromSample, parsePrometheus } from './http/prometheus.js';
+export { type RetryOptions, withRetry } from './http/retry.js';
 export {
   type DecoderConfig,
   type DecoderShape,
