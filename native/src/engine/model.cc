@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "engine/cpu/ops.h"
 #include "engine/cpu/sgemm.h"
@@ -29,7 +30,7 @@ void Buffer::Zero() {
   if (data_) std::memset(data_, 0, size_ * sizeof(float));
 }
 
-Model::Model(const ModelConfig& cfg) : cfg_(cfg) {
+Model::Model(const ModelConfig& cfg, bool training) : cfg_(cfg) {
   const int h = cfg.hidden, d = cfg.head_dim, qd = cfg.heads * d, kd = cfg.kv_heads * d, im = cfg.intermediate;
   size_t off = 0;
   auto add = [&](const std::string& name, std::vector<int64_t> shape, bool decay) {
@@ -66,10 +67,25 @@ Model::Model(const ModelConfig& cfg) : cfg_(cfg) {
   num_params_ = off;
   params_.Resize(off);
   params_.Zero();
-  grads_.Resize(off);
-  grads_.Zero();
+  if (training) EnableTraining();
   acts_.resize(cfg.layers);
 }
+
+void Model::EnableTraining() {
+  if (training_) return;
+  grads_.Resize(num_params_);
+  grads_.Zero();
+  training_ = true;
+}
+
+namespace {
+void RequireTraining(bool training, const char* what) {
+  if (!training) {
+    throw std::invalid_argument(std::string(what) +
+                                " needs gradients, but this model was opened without them (training: false)");
+  }
+}
+}  // namespace
 
 float* Model::adam_m() {
   if (!adam_ready_) {
@@ -337,6 +353,7 @@ const float* Model::Forward(const int32_t* tokens, const int32_t* cu, int num_se
 }
 
 void Model::Backward(const float* d_hidden, const float* d_lm_head) {
+  RequireTraining(training_, "backward");
   const ModelConfig& c = cfg_;
   const int h = c.hidden;
   const size_t T = static_cast<size_t>(total_);
@@ -366,6 +383,7 @@ void Model::Backward(const float* d_hidden, const float* d_lm_head) {
 }
 
 double Model::CrossEntropyBackward(const int32_t* targets, float scale) {
+  RequireTraining(training_, "crossEntropy");
   const ModelConfig& c = cfg_;
   const int h = c.hidden, vocab = c.vocab;
   const size_t T = static_cast<size_t>(total_);
@@ -415,9 +433,12 @@ void Model::Logits(float* out) {
         cfg_.hidden, 0.0f, out, cfg_.vocab);
 }
 
-void Model::ZeroGrad() { grads_.Zero(); }
+void Model::ZeroGrad() {
+  if (training_) grads_.Zero();
+}
 
 double Model::GradNormSquared() const {
+  RequireTraining(training_, "gradNorm");
   // Fixed-size blocks summed in order: the same result for any thread count.
   constexpr size_t kBlock = 1 << 16;
   const size_t n = num_params_;
@@ -438,6 +459,7 @@ double Model::GradNormSquared() const {
 
 void Model::AdamW(float lr, float beta1, float beta2, float eps, float weight_decay, int64_t step,
                   float grad_scale) {
+  RequireTraining(training_, "adamw");
   float* m = adam_m();
   float* v = adam_v();
   float* p = params_.data();

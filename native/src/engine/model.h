@@ -78,7 +78,9 @@ struct KvCache {
 
 class Model {
  public:
-  explicit Model(const ModelConfig& cfg);
+  // `training` false: no gradient buffer (eval, serving); EnableTraining() adds it later. The AdamW
+  // moments are allocated on first use (adam_m / AdamW), never for a model nobody optimises.
+  explicit Model(const ModelConfig& cfg, bool training = true);
   const ModelConfig& config() const { return cfg_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   size_t num_params() const { return num_params_; }
@@ -86,6 +88,11 @@ class Model {
   float* grads() const { return grads_.data(); }
   float* adam_m();
   float* adam_v();
+  bool training() const { return training_; }
+  bool has_optimizer_state() const { return adam_ready_; }
+  void EnableTraining();
+  // Tokens of the latest training Forward (0 before the first): what Backward / Logits will read.
+  int forward_tokens() const { return total_; }
 
   void InitParams(uint64_t seed, float stddev);
   // Training forward over a packed batch; keeps what the backward needs. Returns hidden [T, H].
@@ -118,7 +125,7 @@ class Model {
   std::vector<LayerOffsets> layer_off_;
   size_t embed_off_ = 0, norm_off_ = 0, lm_off_ = kAbsent, num_params_ = 0;
   Buffer params_, grads_, m_, v_;
-  bool adam_ready_ = false;
+  bool adam_ready_ = false, training_ = false;
 
   // Activations of the latest training forward.
   int total_ = 0, num_seqs_ = 0;

@@ -3,6 +3,8 @@
 // still gets a JS error, never a crash. C++ exceptions become JS errors with a `code`.
 #include <napi.h>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -42,15 +44,37 @@ Arr Typed(const Napi::Object& o, const char* name, int64_t length) {
   return a;
 }
 
-int64_t Int(const Napi::Object& o, const char* name) {
-  Napi::Value v = o.Get(name);
+// A number that is finite: NaN and infinities are refused here, before any cast to an integer
+// (casting NaN to int64_t is undefined behaviour).
+double Finite(const Napi::Value& v, const char* name) {
   if (!v.IsNumber()) throw InvalidArgument(std::string(name) + " must be a number");
-  return v.As<Napi::Number>().Int64Value();
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(d)) throw InvalidArgument(std::string(name) + " must be finite, got " + std::to_string(d));
+  return d;
 }
+
+/** An integer in [lo, hi] (fractions, NaN and infinities refused). */
+int64_t IntIn(const Napi::Value& v, const char* name, int64_t lo, int64_t hi) {
+  const double d = Finite(v, name);
+  if (d != std::floor(d) || d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+    throw InvalidArgument(std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + "], got " + std::to_string(d));
+  }
+  return static_cast<int64_t>(d);
+}
+
+constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
+
+int64_t Int(const Napi::Object& o, const char* name) { return IntIn(o.Get(name), name, -kMaxDim, kMaxDim); }
 
 double Num(const Napi::Object& o, const char* name, double fallback) {
   Napi::Value v = o.Get(name);
-  return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
+  return v.IsUndefined() ? fallback : Finite(v, name);
+}
+
+int64_t IntOr(const Napi::Object& o, const char* name, int64_t fallback, int64_t lo, int64_t hi) {
+  Napi::Value v = o.Get(name);
+  return v.IsUndefined() ? fallback : IntIn(v, name, lo, hi);
 }
 
 LossConfig ConfigFrom(const Napi::Value& v) {
@@ -62,11 +86,12 @@ LossConfig ConfigFrom(const Napi::Value& v) {
   c.clip_high = static_cast<float>(Num(o, "clipHigh", 0.28));
   c.dual_clip = static_cast<float>(Num(o, "dualClip", 0));
   c.max_log_ratio = static_cast<float>(Num(o, "maxLogRatio", 20));
-  c.aggregation = static_cast<Aggregation>(static_cast<int>(Num(o, "aggregation", 0)));
+  // The enum's range is checked before the cast: an out-of-range Aggregation would pick no weight.
+  c.aggregation = static_cast<Aggregation>(IntOr(o, "aggregation", 0, 0, 3));
   c.sequence_ratio = Num(o, "sequenceRatio", 0) != 0;
   c.horizon = Num(o, "horizon", 0);
-  c.token_count = static_cast<int64_t>(Num(o, "tokenCount", -1));
-  c.seq_count = static_cast<int64_t>(Num(o, "seqCount", -1));
+  c.token_count = IntOr(o, "tokenCount", -1, -1, int64_t{1} << 53);
+  c.seq_count = IntOr(o, "seqCount", -1, -1, int64_t{1} << 53);
   c.entropy = Num(o, "entropy", 0) != 0;
   if (!(c.temperature > 0)) throw InvalidArgument("config.temperature must be > 0");
   if (c.aggregation == Aggregation::kSeqMeanTokenSumNorm && !(c.horizon > 0)) {

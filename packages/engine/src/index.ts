@@ -1,18 +1,26 @@
 export { type PackedBatch, packSequences, validateBatch } from './batch.js';
 export {
+  hasOptimizerState,
+  type LoadModelOptions,
   loadModel,
   loadOptimizerState,
   type SaveModelOptions,
+  type SaveOptimizerOptions,
   saveModel,
   saveOptimizerState,
 } from './checkpoint.js';
 export {
+  MODEL_DTYPES,
   type ModelConfig,
   type ModelConfigInput,
   ModelConfigSchema,
+  type ModelDtype,
+  modelDtype,
   type NativeModelConfig,
   parseModelConfig,
+  ropeTheta,
   SUPPORTED_ARCHITECTURES,
+  toHfConfigJson,
 } from './config.js';
 export { EngineError, EngineErrorCode } from './errors.js';
 export {
@@ -27,6 +35,8 @@ export {
   createModel,
   type ForwardOptions,
   Model,
+  type ModelMemory,
+  type ModelMemoryOptions,
   type Parameter,
   type SftLossOptions,
   type SftLossResult,
@@ -42,7 +52,16 @@ export {
   type OptimizerState,
   type StepResult,
 } from './optimizer.js';
+export {
+  openSafetensors,
+  type SafetensorsDtype,
+  type SafetensorsReader,
+  type TensorHeader,
+  type TensorSource,
+  writeSafetensors,
+} from './safetensors.js';
 export { createRng, type SampledToken, sampleToken } from './sampling.js';
+export { DEFAULT_MAX_SHARD_BYTES, splitIntoShards } from './shards.js';
 export {
   CharTokenizer,
   type CharTokenizerOptions,
