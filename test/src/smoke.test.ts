@@ -163,7 +163,7 @@ describe('agentrl train --preset smoke', () => {
   );
 
   // A longer SFT, so a kill lands inside it; --stop-after 0 ends the run at the SFT checkpoint.
-  const sftRun = ['--sft.steps', '40', '--stop-after', '0'];
+  const sftRun = ['--sft.steps', '24', '--stop-after', '0'];
 
   it.skipIf(childError !== null)(
     'after kill -9 during SFT, --resume continues SFT from its newest checkpoint, or restarts it when there is none',
@@ -171,7 +171,7 @@ describe('agentrl train --preset smoke', () => {
       const ref = await cli([...common, '--name', 'sft-ref', ...sftRun, '--sft.checkpointEvery', '4']);
       expect(ref.code, ref.stderr).toBe(0);
       const want = readJsonl(join(runs, 'sft-ref', 'metrics.jsonl')).map(stripTiming);
-      expect(want.filter((m) => m.phase === 'sft')).toHaveLength(40);
+      expect(want.filter((m) => m.phase === 'sft')).toHaveLength(24);
       for (const [name, every, landed] of [
         ['sft-ckpt', '4', /resuming .* in SFT after step \d+ \(.*sft-0000\d\d\)/],
         ['sft-none', '0', /no checkpoint yet .*restarting SFT/],
@@ -191,7 +191,7 @@ describe('agentrl train --preset smoke', () => {
         expect((await child.result).signal).toBe('SIGKILL');
         const before = readJsonl(join(dir, 'metrics.jsonl'));
         // The kill landed in SFT: it had not finished, and the post-SFT evaluation was never written.
-        expect(before.filter((m) => m.phase === 'sft').length, name).toBeLessThan(40);
+        expect(before.filter((m) => m.phase === 'sft').length, name).toBeLessThan(24);
         expect(
           before.some((m) => m.phase === 'eval'),
           name,

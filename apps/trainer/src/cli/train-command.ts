@@ -74,6 +74,8 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
   const env = await createEnvironment(cfg, {
     initDir: resume?.checkpointDir ?? cfg.model.init,
     resumePhase: resume ? (resume.state.rlStep > 0 ? 'rl' : 'sft') : undefined,
+    runRoot: run.root,
+    log: (l) => progress.log(l),
   });
   try {
     checkTokenBudget(cfg, [...split.train, ...split.heldOut], env.tokenizer, env.chatFormat);

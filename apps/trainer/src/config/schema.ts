@@ -225,8 +225,35 @@ export const EngineConfigSchema = z
       .string()
       .nullable()
       .default(null)
-      .describe('null = native in-process engine; otherwise a vLLM/SGLang server base URL for rollouts'),
+      .describe(
+        'null = native in-process engine; otherwise vLLM/SGLang server base URLs for rollouts, comma-separated (URL[,URL...])',
+      ),
     kind: z.enum(['vllm', 'sglang']).default('vllm').describe('server kind when engine.url is set'),
+    model: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe(
+        'served model name (--served-model-name); null = the one model the server lists at /v1/models',
+      ),
+    weightsDir: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe(
+        'directory the trainer writes updated weights to for the servers to load after every update (vLLM: the directory the server was launched on; SGLang: any path it can read); null = <run>/engine-weights (SGLang only)',
+      ),
+    retries: pos()
+      .default(5)
+      .describe('tries of a request or weight sync a server did not accept, with capped backoff'),
+    maxFailedFraction: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.5)
+      .describe(
+        "stop the run when more than this share of a step's trajectories failed in the engine (after retries)",
+      ),
   })
   .describe('where rollouts are generated');
 

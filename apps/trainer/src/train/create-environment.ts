@@ -9,9 +9,7 @@ import {
   createChatFormatForTokenizer,
   createNativeAdapter,
   createPythonTool,
-  createSglangAdapter,
   createToolRegistry,
-  createVllmAdapter,
   type EngineAdapter,
   type ToolRegistry,
 } from '@agentrl/rollout';
@@ -21,6 +19,7 @@ import type { Environment } from './environment.js';
 import { NativeTrainer } from './native-policy.js';
 import { probeTcp } from './probe.js';
 import { checkPython } from './python-check.js';
+import { connectRemoteEngines, syncRemoteWeights, weightsDirFor } from './remote-engines.js';
 import type { Verify } from './reward.js';
 import { PYTHON_TOOL_NAME } from './rollout-factory.js';
 import { loadRunTokenizer, type RunTokenizer } from './tokenizer-source.js';
@@ -32,6 +31,10 @@ export interface EnvironmentOptions {
   resumePhase?: 'sft' | 'rl' | undefined;
   /** false for eval: no optimizer, and an engine URL alone is enough. */
   trainable?: boolean;
+  /** The run directory (the default place of weight syncs to SGLang servers). */
+  runRoot?: string | undefined;
+  /** Where start-up lines go (engine checks). */
+  log?: ((line: string) => void) | undefined;
 }
 
 /**
@@ -59,12 +62,12 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
       createPythonTool(executor, { name: PYTHON_TOOL_NAME, timeoutMs: cfg.executor.timeoutMs }),
     ]);
     const chatFormat = chatFormatFor(cfg, runTokenizer, tools);
-    if (cfg.engine.url) {
-      engines.push(
-        cfg.engine.kind === 'sglang'
-          ? createSglangAdapter({ baseUrl: cfg.engine.url })
-          : createVllmAdapter({ baseUrl: cfg.engine.url, model: 'default' }),
-      );
+    const remote = cfg.engine.url ? await connectRemoteEngines(cfg, tokenizer, opts.log) : [];
+    // A trainable run writes the policy for the servers after every update: check where first.
+    const weightsDir = remote.length && trainable ? weightsDirFor(cfg, opts.runRoot ?? null) : null;
+    let synced: number | null = null;
+    if (remote.length) {
+      engines.push(...remote);
     } else {
       const generator = createGenerator(policy!.model, { decode: (ids) => tokenizer.decode(ids) });
       // One batch for every live trajectory: the tiny model is bound by per-call overhead, not FLOPs.
@@ -83,8 +86,13 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
       tools,
       executor,
       verify,
-      async syncWeights() {
-        // In-process engines share the weights; servers get them from disk (not needed by default).
+      remote: remote.length > 0,
+      async syncWeights(version: number) {
+        // In-process engines share the policy's weights: nothing to send.
+        if (!policy || weightsDir === null || synced === version) return;
+        const p = policy;
+        await syncRemoteWeights(remote, cfg, weightsDir, version, (d) => p.saveWeights(d));
+        synced = version;
       },
       async close() {
         await Promise.allSettled(engines.map((e) => e.close()));

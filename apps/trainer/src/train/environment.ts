@@ -24,7 +24,12 @@ export interface Environment {
   /** The tool registry (the python tool on `executor`); its schemas are in the chat template. */
   tools: ToolRegistry;
   verify: Verify;
-  /** Pushes the policy's new weights to engines that do not share them in-process. */
-  syncWeights(): Promise<void>;
+  /** True when rollouts run on vLLM/SGLang servers. */
+  remote: boolean;
+  /**
+   * Pushes the policy's weights, as policy `version` (RL updates so far), to engines that do not
+   * share them in-process; a no-op for the native engine and for a version already sent.
+   */
+  syncWeights(version: number): Promise<void>;
   close(): Promise<void>;
 }

@@ -179,6 +179,12 @@ export class NativeTrainer implements TrainablePolicy {
     return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };
   }
 
+  /** The weights alone as an HF checkpoint (what a server loads on a weight sync). */
+  async saveWeights(dir: string): Promise<void> {
+    await saveModel(this.model, dir);
+    copyTokenizerFiles(this.tokenizerDir, dir);
+  }
+
   /** An HF checkpoint (weights, config.json, the tokenizer files of an HF tokenizer) + optimizer state. */
   async save(dir: string): Promise<void> {
     await saveModel(this.model, dir);

@@ -5,8 +5,9 @@ import {
   packMicroBatches,
   resampleOnCorrect,
 } from '@agentrl/grpo';
-import type { Group, Trajectory } from '@agentrl/protocol';
+import { type Group, isEngineFailedTrajectory, type Trajectory } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
+import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
 import { buildPrompt } from '../task/chat-format.js';
 import type { Problem } from '../task/problem.js';
@@ -22,6 +23,8 @@ export interface RlStepInput {
   factory: RolloutFactory;
   policy: TrainablePolicy;
   verify: Verify;
+  /** Rollouts run on servers: engine-failure and policy-version metrics are recorded. */
+  remote?: boolean;
 }
 
 export interface RlStepOutput {
@@ -58,12 +61,25 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
       groundTruth: p.answer,
     })),
     perPrompt,
+    // The weights that sample this step are the result of step - 1 updates.
+    { policyVersion: step - 1 },
   );
   const tGenerate = (performance.now() - t0) / 1000;
   scoreGroups(groups, (id) => byId.get(id)!.answer, input.verify, rewardModeOf(cfg.task));
   const sampled = groups.flatMap((g) => g.trajectories);
+  const engineFailed = sampled.filter(isEngineFailedTrajectory);
+  if (sampled.length > 0 && engineFailed.length / sampled.length > cfg.engine.maxFailedFraction) {
+    throw new TrainerError(
+      'ENGINE_UNREACHABLE',
+      `engine: ${engineFailed.length} of ${sampled.length} trajectories of RL step ${step} failed in the engine after retries (first: ${engineFailed[0]!.finishReason}${engineFailed[0]!.engineError ? `: ${engineFailed[0]!.engineError}` : ''}); the run stopped before training on them (more than engine.maxFailedFraction ${cfg.engine.maxFailedFraction}): bring the engine back and continue with --resume`,
+    );
+  }
+  // What the engine broke is not the policy's answer: it is left out of the loss, and counted.
+  const trainable = engineFailed.length
+    ? groups.map((g) => ({ ...g, trajectories: g.trajectories.filter((t) => !isEngineFailedTrajectory(t)) }))
+    : groups;
 
-  const roc = resampleOnCorrect(groups, {
+  const roc = resampleOnCorrect(trainable, {
     groupSize: perPrompt,
     n: rl.n,
     minPositive: Math.min(rl.minPositives, rl.n),
@@ -119,6 +135,13 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
     timeTool: toolSeconds,
     timeTrain: tTrain,
   };
+  if (input.remote || engineFailed.length) {
+    metrics.engineFailedTrajectories = engineFailed.length;
+    metrics.policyVersion = step - 1;
+    metrics.stalePolicyTrajectories = sampled.filter(
+      (t) => t.policyVersion !== undefined && t.policyVersion !== step - 1,
+    ).length;
+  }
   const solvedAll: string[] = [];
   const notSolvedAll: string[] = [];
   for (const g of groups)

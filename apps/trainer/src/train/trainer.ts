@@ -133,7 +133,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       });
       progress.stop();
     }
-    await env.syncWeights();
+    await env.syncWeights(0);
     await doEval(0, 'sft');
     state.sftDone = true;
     await checkpoint('step-000000');
@@ -143,6 +143,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
 
   // ---- GRPO-RoC stages ------------------------------------------------------------------------
   policy.startRl();
+  // A resumed run's servers hold whatever they last loaded: send them the checkpoint's weights.
+  await env.syncWeights(state.rlStep);
   let stopped = false;
   progress.start(totalRl, state.rlStep, 'rl');
   while (state.stageIndex < cfg.rl.stages.length) {
@@ -183,8 +185,9 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       factory,
       policy,
       verify: env.verify,
+      remote: env.remote,
     });
-    await env.syncWeights();
+    await env.syncWeights(step);
     const solved = new Set(state.solvedAll);
     for (const id of out.solvedAll) solved.add(id);
     for (const id of out.notSolvedAll) solved.delete(id);
