@@ -64,13 +64,6 @@ export type {
   SchedulerSnapshot,
 } from './scheduler/scheduler.js';
 export { createStaticScheduler } from './scheduler/static-scheduler.js';
-export { type EngineServer, type EngineServerOptions, startEngineServer } from './server/engine-server.js';
-export {
-  SglangGenerateRequestSchema,
-  SglangUpdateWeightsRequestSchema,
-  VllmCollectiveRpcRequestSchema,
-  VllmCompletionRequestSchema,
-} from './server/request-schemas.js';
 export { createSimClock, type SimClock } from './simulator/sim-clock.js';
 export { createSimEngine, type SimEngine, type SimEngineConfig } from './simulator/sim-engine.js';
 export { type SimulationConfig, type SimulationResult, simulateStep } from './simulator/simulate.js';
