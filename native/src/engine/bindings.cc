@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "engine/model.h"
+#include "napi_args.h"
 #include "registry.h"
 
 #if defined(AGENTRL_HAVE_OPENMP)
@@ -57,44 +58,14 @@ ModelPtr& GetModel(const Napi::Value& v) { return Handle<ModelPtr>(v, kModelTag,
 CacheHandle& GetCache(const Napi::Value& v) { return Handle<CacheHandle>(v, kCacheTag, "a KV cache handle"); }
 
 template <typename T>
-constexpr napi_typedarray_type kTypeOf = napi_float32_array;
-template <>
-constexpr napi_typedarray_type kTypeOf<int32_t> = napi_int32_array;
-
-template <typename T>
-const char* TypeName() {
-  return kTypeOf<T> == napi_int32_array ? "an Int32Array" : "a Float32Array";
-}
-
-// A typed array of exactly element type T and, when `length` >= 0, exactly `length` elements.
-template <typename T>
 Napi::TypedArrayOf<T> Typed(const Napi::Value& v, const char* what, int64_t length = -1) {
-  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != kTypeOf<T>) {
-    throw BadArgument(std::string(what) + " must be " + TypeName<T>());
-  }
-  auto a = v.As<Napi::TypedArrayOf<T>>();
-  if (length >= 0 && static_cast<int64_t>(a.ElementLength()) != length) {
-    throw BadArgument(std::string(what) + " has " + std::to_string(a.ElementLength()) + " elements, expected " +
-                      std::to_string(length));
-  }
-  return a;
+  return args::Typed<BadArgument, T>(v, what, length);
 }
 
-double Number(const Napi::Value& v, const char* what) {
-  if (!v.IsNumber()) throw BadArgument(std::string(what) + " must be a number");
-  const double d = v.As<Napi::Number>().DoubleValue();
-  if (!std::isfinite(d)) throw BadArgument(std::string(what) + " must be finite, got " + std::to_string(d));
-  return d;
-}
+double Number(const Napi::Value& v, const char* what) { return args::Finite<BadArgument>(v, what); }
 
-// An integer in [lo, hi]; NaN, infinities and fractions are refused before any cast.
 int64_t Integer(const Napi::Value& v, const char* what, int64_t lo, int64_t hi) {
-  const double d = Number(v, what);
-  if (d != std::floor(d) || d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
-    throw BadArgument(std::string(what) + " must be an integer in [" + std::to_string(lo) + ", " +
-                      std::to_string(hi) + "], got " + std::to_string(d));
-  }
-  return static_cast<int64_t>(d);
+  return args::IntegerIn<BadArgument>(v, what, lo, hi);
 }
 
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();

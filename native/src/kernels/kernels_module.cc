@@ -11,6 +11,7 @@
 #include "gpu/gpu_library.h"
 #include "kernels/gpu_policy_loss.h"
 #include "kernels/policy_loss.h"
+#include "napi_args.h"
 #include "registry.h"
 
 namespace agentrl::kernels {
@@ -20,47 +21,15 @@ struct BackendUnavailable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-template <typename Arr>
-constexpr napi_typedarray_type kTypeOf = napi_float32_array;
-template <>
-constexpr napi_typedarray_type kTypeOf<Napi::Int32Array> = napi_int32_array;
-template <>
-constexpr napi_typedarray_type kTypeOf<Napi::Uint8Array> = napi_uint8_array;
-template <>
-constexpr napi_typedarray_type kTypeOf<Napi::Uint16Array> = napi_uint16_array;
-
-template <typename Arr>
-Arr Typed(const Napi::Object& o, const char* name, int64_t length) {
-  Napi::Value v = o.Get(name);
-  if (!v.IsTypedArray()) throw InvalidArgument(std::string(name) + " must be a typed array");
-  if (v.As<Napi::TypedArray>().TypedArrayType() != kTypeOf<Arr>) {
-    throw InvalidArgument(std::string(name) + " has the wrong dtype");
-  }
-  Arr a = v.As<Arr>();
-  if (length >= 0 && static_cast<int64_t>(a.ElementLength()) != length) {
-    throw InvalidArgument(std::string(name) + " has " + std::to_string(a.ElementLength()) + " elements, expected " +
-                          std::to_string(length));
-  }
-  return a;
+template <typename T>
+Napi::TypedArrayOf<T> Typed(const Napi::Object& o, const char* name, int64_t length) {
+  return args::Typed<InvalidArgument, T>(o.Get(name), name, length);
 }
 
-// A number that is finite: NaN and infinities are refused here, before any cast to an integer
-// (casting NaN to int64_t is undefined behaviour).
-double Finite(const Napi::Value& v, const char* name) {
-  if (!v.IsNumber()) throw InvalidArgument(std::string(name) + " must be a number");
-  const double d = v.As<Napi::Number>().DoubleValue();
-  if (!std::isfinite(d)) throw InvalidArgument(std::string(name) + " must be finite, got " + std::to_string(d));
-  return d;
-}
+double Finite(const Napi::Value& v, const char* name) { return args::Finite<InvalidArgument>(v, name); }
 
-/** An integer in [lo, hi] (fractions, NaN and infinities refused). */
 int64_t IntIn(const Napi::Value& v, const char* name, int64_t lo, int64_t hi) {
-  const double d = Finite(v, name);
-  if (d != std::floor(d) || d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
-    throw InvalidArgument(std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
-                          std::to_string(hi) + "], got " + std::to_string(d));
-  }
-  return static_cast<int64_t>(d);
+  return args::IntegerIn<InvalidArgument>(v, name, lo, hi);
 }
 
 constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
@@ -104,12 +73,12 @@ LossConfig ConfigFrom(const Napi::Value& v) {
 TokenInputs TokensFrom(const Napi::Object& o, int64_t T, int64_t V) {
   TokenInputs in;
   in.T = T;
-  auto targets = Typed<Napi::Int32Array>(o, "targets", T);
+  auto targets = Typed<int32_t>(o, "targets", T);
   in.targets = targets.Data();
-  in.old_logp = Typed<Napi::Float32Array>(o, "oldLogprobs", T).Data();
-  in.adv = Typed<Napi::Float32Array>(o, "advantages", T).Data();
-  in.mask = Typed<Napi::Uint8Array>(o, "lossMask", T).Data();
-  auto cu = Typed<Napi::Int32Array>(o, "cuSeqlens", -1);
+  in.old_logp = Typed<float>(o, "oldLogprobs", T).Data();
+  in.adv = Typed<float>(o, "advantages", T).Data();
+  in.mask = Typed<uint8_t>(o, "lossMask", T).Data();
+  auto cu = Typed<int32_t>(o, "cuSeqlens", -1);
   if (cu.ElementLength() < 1 || cu[0] != 0 || cu[cu.ElementLength() - 1] != T) {
     throw InvalidArgument("cuSeqlens must start at 0 and end at T");
   }
@@ -179,16 +148,16 @@ PolicyLossCall PreparePolicyLoss(const Napi::Object& o) {
   PolicyLossCall call;
   const int64_t V = Int(o, "vocabSize");
   if (V < 1) throw InvalidArgument("vocabSize must be >= 1");
-  const int64_t T = Typed<Napi::Int32Array>(o, "targets", -1).ElementLength();
+  const int64_t T = Typed<int32_t>(o, "targets", -1).ElementLength();
   call.V = V;
   call.config = ConfigFrom(o.Get("config"));
   call.tokens = TokensFrom(o, T, V);
   call.bf16 = o.Get("bf16").ToBoolean();
-  call.logits = call.bf16 ? static_cast<const void*>(Typed<Napi::Uint16Array>(o, "logits", T * V).Data())
-                          : static_cast<const void*>(Typed<Napi::Float32Array>(o, "logits", T * V).Data());
-  call.dlogits = Typed<Napi::Float32Array>(o, "dlogits", T * V).Data();
-  call.logp = Typed<Napi::Float32Array>(o, "logp", T).Data();
-  call.entropy = call.config.entropy ? Typed<Napi::Float32Array>(o, "entropy", T).Data() : nullptr;
+  call.logits = call.bf16 ? static_cast<const void*>(Typed<uint16_t>(o, "logits", T * V).Data())
+                          : static_cast<const void*>(Typed<float>(o, "logits", T * V).Data());
+  call.dlogits = Typed<float>(o, "dlogits", T * V).Data();
+  call.logp = Typed<float>(o, "logp", T).Data();
+  call.entropy = call.config.entropy ? Typed<float>(o, "entropy", T).Data() : nullptr;
   call.backend = o.Get("backend").ToString().Utf8Value();
   if (call.backend != "cpu" && call.backend != "cuda" && call.backend != "hip") {
     throw InvalidArgument("backend must be cpu, cuda or hip");
@@ -285,14 +254,14 @@ Napi::Value FusedLinear(const Napi::CallbackInfo& info) {
   return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
     const int64_t V = Int(o, "vocabSize"), H = Int(o, "hiddenSize");
     if (V < 1 || H < 1) throw InvalidArgument("vocabSize and hiddenSize must be >= 1");
-    const int64_t T = Typed<Napi::Int32Array>(o, "targets", -1).ElementLength();
+    const int64_t T = Typed<int32_t>(o, "targets", -1).ElementLength();
     LossConfig c = ConfigFrom(o.Get("config"));
     TokenInputs in = TokensFrom(o, T, V);
-    const float* hidden = Typed<Napi::Float32Array>(o, "hidden", T * H).Data();
-    const float* weight = Typed<Napi::Float32Array>(o, "weight", V * H).Data();
-    float* dh = Typed<Napi::Float32Array>(o, "dHidden", T * H).Data();
-    float* dw = Typed<Napi::Float32Array>(o, "dWeight", V * H).Data();
-    float* logp = Typed<Napi::Float32Array>(o, "logp", T).Data();
+    const float* hidden = Typed<float>(o, "hidden", T * H).Data();
+    const float* weight = Typed<float>(o, "weight", V * H).Data();
+    float* dh = Typed<float>(o, "dHidden", T * H).Data();
+    float* dw = Typed<float>(o, "dWeight", V * H).Data();
+    float* logp = Typed<float>(o, "logp", T).Data();
     int64_t ws = 0;
     Metrics m = FusedLinearCpu(c, in, hidden, weight, H, V, dh, dw, logp, &ws, o.Get("accumulate").ToBoolean());
     Napi::Object r = MetricsToJs(env, m);
@@ -303,8 +272,8 @@ Napi::Value FusedLinear(const Napi::CallbackInfo& info) {
 
 Napi::Value CopyBandwidth(const Napi::CallbackInfo& info) {
   return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
-    auto src = Typed<Napi::Float32Array>(o, "src", -1);
-    auto dst = Typed<Napi::Float32Array>(o, "dst", src.ElementLength());
+    auto src = Typed<float>(o, "src", -1);
+    auto dst = Typed<float>(o, "dst", src.ElementLength());
     CopyFloats(src.Data(), dst.Data(), static_cast<int64_t>(src.ElementLength()));
     return env.Undefined();
   });
@@ -312,7 +281,7 @@ Napi::Value CopyBandwidth(const Napi::CallbackInfo& info) {
 
 Napi::Value ScaleInPlace(const Napi::CallbackInfo& info) {
   return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
-    auto data = Typed<Napi::Float32Array>(o, "data", -1);
+    auto data = Typed<float>(o, "data", -1);
     ScaleFloats(data.Data(), static_cast<int64_t>(data.ElementLength()), static_cast<float>(Num(o, "factor", 1)));
     return env.Undefined();
   });

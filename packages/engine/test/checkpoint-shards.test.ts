@@ -10,6 +10,7 @@ import {
   saveModel,
   saveOptimizerState,
 } from '../src/checkpoint.js';
+import { createGenerator } from '../src/generator.js';
 import { createModel } from '../src/model.js';
 import { createAdamW } from '../src/optimizer.js';
 import { openSafetensors, writeSafetensors } from '../src/safetensors.js';
@@ -158,6 +159,11 @@ describe('eval and serving models hold weights only', () => {
     expect(() => model.native.backward(model.handle, new Float32Array(3 * 32), undefined)).toThrow(
       expect.objectContaining({ code: 'ENGINE_INVALID_ARGUMENT' }),
     );
+    const gen = createGenerator(model, { seed: 1 });
+    const [out] = await gen.generate([
+      { cacheId: 'a', tokenIds: [1, 2, 3], params: { temperature: 0, maxNewTokens: 4 } },
+    ]);
+    expect(out!.tokenIds.length).toBe(4);
     model.enableTraining();
     expect(model.memoryBytes()).toMatchObject({ grads: model.memoryBytes().params, optimizer: 0 });
     model.sftLoss(batch, [1, 1, 1]);

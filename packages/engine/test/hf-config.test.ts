@@ -7,6 +7,7 @@ import { packSequences } from '../src/batch.js';
 import { loadModel, saveModel } from '../src/checkpoint.js';
 import { modelDtype, parseModelConfig, toHfConfigJson, toNativeConfig } from '../src/config.js';
 import { createModel } from '../src/model.js';
+import { createAdamW } from '../src/optimizer.js';
 import { tinyConfig } from './helpers.js';
 
 const fixture = (name: string) =>
@@ -81,7 +82,8 @@ describe('config.json as transformers writes it: reading', () => {
 describe('config.json as transformers writes it: writing', () => {
   it('always writes head_dim, both RoPE layouts and both dtype names, keys sorted', async () => {
     // head_dim 8 differs from Qwen3Config's default of 128: without it from_pretrained builds another model
-    const { num_key_value_heads: _kv, ...mha } = tinyConfig();
+    // no head_dim and no num_key_value_heads in the input: both are derived, and both must be written
+    const { num_key_value_heads: _kv, head_dim: _hd, ...mha } = tinyConfig();
     const model = createModel(mha, { seed: 1 });
     const dir = join(root, 'written');
     await saveModel(model, dir);
@@ -128,5 +130,13 @@ describe('config.json as transformers writes it: writing', () => {
     const header = await readFile(join(dir, 'model.safetensors'));
     const n = Number(header.readBigUInt64LE(0));
     expect(JSON.parse(header.subarray(8, 8 + n).toString())['model.norm.weight'].dtype).toBe('BF16');
+    // training keeps fp32 master weights and fp32 moments: an update is not rounded to bf16
+    loaded.enableTraining();
+    const opt = createAdamW(loaded, { lr: 1e-4 });
+    loaded.sftLoss(packSequences([[1, 2, 3, 4]]), [1, 1, 1, 1]);
+    opt.step();
+    const w = new Uint32Array(loaded.parameter('model.layers.0.mlp.up_proj.weight')!.data.slice().buffer);
+    expect(w.some((b) => (b & 0xffff) !== 0)).toBe(true);
+    expect(opt.state().m.some((x) => x !== 0)).toBe(true);
   });
 });
