@@ -59,8 +59,13 @@ export async function connectRemoteEngines(
             });
       engines.push(engine);
       const info = await engine.connect();
+      const how = {
+        tokenize: 'agrees (/tokenize)',
+        generate: 'agrees (a one-token generation)',
+        skipped: 'not checked',
+      };
       log(
-        `engine ${baseUrl}: ${cfg.engine.kind}, model "${info.model}", tokenizer check ${info.tokenizerCheck}`,
+        `engine ${baseUrl}: ${cfg.engine.kind}, model "${info.model}", tokenizer ${how[info.tokenizerCheck]}`,
       );
     }
     return engines;
