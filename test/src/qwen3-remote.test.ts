@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadHfTokenizer, loadModel, packSequences } from '@agentrl/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readJsonl, runCli, startCli, waitFor } from './cli.js';
+import { readJsonl, runCli, startCli, startServer, waitFor } from './cli.js';
 import { writeQwen3Checkpoint } from './qwen3-fixture.js';
 
 /**
@@ -24,23 +24,11 @@ afterAll(() => {
   for (const s of servers) s.kill('SIGKILL');
 });
 
-/** Starts `agentrl serve` on a free port; resolves with its URL once it listens. */
-async function serve(
-  checkpoint: string,
-  name = 'qwen3-tiny',
-): Promise<{ url: string; child: ReturnType<typeof startCli> }> {
-  const child = startCli(['serve', '--checkpoint', checkpoint, '--port', '0', '--served-model-name', name]);
-  servers.push(child);
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`agentrl serve exited ${code}: ${out}`)));
-  });
-  return { url, child };
+/** Starts `agentrl serve` on a free port as a separate process; killed when the file is done. */
+async function serve(checkpoint: string, name = 'qwen3-tiny') {
+  const server = await startServer(['--checkpoint', checkpoint, '--port', '0', '--served-model-name', name]);
+  servers.push(server.child);
+  return server;
 }
 
 const call = (code: string) => ({

@@ -1,5 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from 'agentrl';
@@ -220,5 +228,16 @@ describe('agentrl train --preset smoke', () => {
     const again = await cli([...common, '--name', 'full']);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/already holds a run.*--resume/);
+    // The trainer never deletes what it did not write: no escape from runsDir, no foreign folder.
+    const inner = join(runs, 'inner');
+    mkdirSync(inner);
+    writeFileSync(join(inner, 'keep.txt'), 'k');
+    const dots = await cli(['train', '--runsDir', inner, '--name', '..', '--overwrite', '--no-progress']);
+    expect(dots.code).toBe(2);
+    expect(dots.stderr).toMatch(/name: use letters.*no "\."/);
+    const foreign = await cli([...common, '--name', 'inner', '--overwrite']);
+    expect(foreign.code).toBe(1);
+    expect(foreign.stderr).toMatch(/inner is not empty and is not a run directory/);
+    expect(readFileSync(join(inner, 'keep.txt'), 'utf8')).toBe('k');
   });
 });
