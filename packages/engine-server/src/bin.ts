@@ -1,55 +1,17 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util';
 import { serveCheckpoint } from './serve.js';
+import { parseServeArgs, SERVE_USAGE } from './serve-args.js';
 
-const USAGE = `usage: agentrl-engine-server --checkpoint DIR [--host 127.0.0.1] [--port 8000]
-                             [--served-model-name NAME] [--max-batch 64] [--kv-capacity-tokens N]`;
-
-/** Parses `serve` flags; shared by this bin and `agentrl serve`. */
-export function parseServeArgs(argv: string[]) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      checkpoint: { type: 'string' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'served-model-name': { type: 'string' },
-      'max-batch': { type: 'string' },
-      'kv-capacity-tokens': { type: 'string' },
-      help: { type: 'boolean' },
-    },
-    strict: true,
+let options: ReturnType<typeof parseServeArgs>;
+try {
+  options = parseServeArgs(process.argv.slice(2));
+} catch (err) {
+  console.error(`agentrl-engine-server: ${(err as Error).message}`);
+  process.exit(2);
+}
+if (options === null) console.log(SERVE_USAGE);
+else
+  await serveCheckpoint(options).catch((err: Error) => {
+    console.error(`agentrl-engine-server: ${err.message}`);
+    process.exit(1);
   });
-  if (values.help) return null;
-  if (!values.checkpoint) throw new Error(`--checkpoint DIR is required\n${USAGE}`);
-  const int = (name: string, v: string | undefined) => {
-    if (v === undefined) return undefined;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer, got ${v}`);
-    return n;
-  };
-  const port = int('port', values.port);
-  const maxBatch = int('max-batch', values['max-batch']);
-  const kv = int('kv-capacity-tokens', values['kv-capacity-tokens']);
-  return {
-    checkpoint: values.checkpoint,
-    ...(values.host !== undefined ? { host: values.host } : {}),
-    ...(port !== undefined ? { port } : {}),
-    ...(values['served-model-name'] !== undefined ? { servedModelName: values['served-model-name'] } : {}),
-    ...(maxBatch !== undefined ? { maxBatch } : {}),
-    ...(kv !== undefined ? { kvCapacityTokens: kv } : {}),
-  };
-}
-
-export { USAGE as SERVE_USAGE };
-
-if (import.meta.url === `file://${process.argv[1]}`) {
-  try {
-    const options = parseServeArgs(process.argv.slice(2));
-    if (options === null) console.log(USAGE);
-    else await serveCheckpoint(options);
-  } catch (err) {
-    console.error(`agentrl-engine-server: ${(err as Error).message}`);
-    process.exit(2);
-  }
-}

@@ -1,4 +1,3 @@
-export { parseServeArgs, SERVE_USAGE } from './bin.js';
 export { EngineServerError, EngineServerErrorCode } from './errors.js';
 export { type ParsedToolCalls, parseHermesToolCalls } from './hermes.js';
 export { type OpenCheckpoint, openCheckpoint } from './open-checkpoint.js';
@@ -12,6 +11,7 @@ export {
   VllmCompletionRequestSchema,
 } from './request-schemas.js';
 export { type ServeOptions, serveCheckpoint } from './serve.js';
+export { parseServeArgs, SERVE_USAGE } from './serve-args.js';
 export { type Generation, type PositionLogprobs, ServedEngine } from './served-engine.js';
 export {
   createEngineServer,

@@ -47,6 +47,39 @@ export function generationSpec(input: SpecInput, eosIds: readonly number[]): Gen
   };
 }
 
+/** The sampling fields vLLM's completion and chat requests share (`protocol.py`). */
+export interface VllmSamplingFields {
+  temperature?: number | null | undefined;
+  top_p?: number | null | undefined;
+  top_k?: number | null | undefined;
+  stop?: string | string[] | null | undefined;
+  stop_token_ids?: number[] | null | undefined;
+  ignore_eos?: boolean | null | undefined;
+  seed?: number | null | undefined;
+}
+
+/** generationSpec of a vLLM request; sample `index` of `n` draws with seed + index. */
+export function vllmGenerationSpec(
+  body: VllmSamplingFields,
+  maxNewTokens: number,
+  index: number,
+  eosIds: readonly number[],
+): GenerationSpec {
+  return generationSpec(
+    {
+      temperature: body.temperature,
+      topP: body.top_p,
+      topK: body.top_k,
+      maxNewTokens,
+      stop: body.stop,
+      stopTokenIds: body.stop_token_ids,
+      ignoreEos: body.ignore_eos,
+      seed: body.seed === undefined || body.seed === null ? undefined : body.seed + index,
+    },
+    eosIds,
+  );
+}
+
 /** A standard field and the value that leaves sampling unchanged. */
 type Neutral = [field: string, value: unknown, isNeutral: (v: unknown) => boolean, neutral: string];
 

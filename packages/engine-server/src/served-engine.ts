@@ -4,6 +4,9 @@ import { EngineServerError } from './errors.js';
 import { createPrefixCache } from './prefix-cache.js';
 import type { GenerationSpec } from './sampling.js';
 
+/** Most logits one top-k / prompt-logprobs forward may hold (1 GiB of floats). */
+const MAX_LOGIT_FLOATS = 2 ** 28;
+
 /** One position's distribution: the token there and the k most likely ones, as [id, logprob]. */
 export interface PositionLogprobs {
   id: number;
@@ -65,6 +68,22 @@ export class ServedEngine {
     spec: GenerationSpec,
     topLogprobs = 0,
   ): Promise<Generation> {
+    if (tokenIds.length === 0)
+      throw new EngineServerError('INVALID_REQUEST', 'the prompt is empty; send at least one token');
+    const wanted = tokenIds.length + spec.params.maxNewTokens;
+    // vLLM's wording (serving_engine.py `_validate_input`): the request does not fit the context.
+    if (wanted > this.maxModelLen)
+      throw new EngineServerError(
+        'INVALID_REQUEST',
+        `This model's maximum context length is ${this.maxModelLen} tokens. However, you requested ${wanted} tokens (${tokenIds.length} in the messages, ${spec.params.maxNewTokens} in the completion). Please reduce the length of the messages or completion.`,
+      );
+    const vocab = this.model.config.vocab_size;
+    const bad = tokenIds.find((t) => t >= vocab);
+    if (bad !== undefined)
+      throw new EngineServerError(
+        'INVALID_REQUEST',
+        `token id ${bad} is out of vocabulary (vocab_size ${vocab})`,
+      );
     await this.waitForReload();
     const controller = new AbortController();
     this.controllers.set(rid, controller);
@@ -98,8 +117,14 @@ export class ServedEngine {
    * distribution of token i+1 given tokens 0..i, with that token's logprob and the top k.
    */
   positionLogprobs(ids: readonly number[], k: number, temperature = 1): PositionLogprobs[] {
-    const logits = this.model.forwardLogits(packSequences([ids]));
     const vocab = this.model.config.vocab_size;
+    // One forward over the whole sequence writes [T, V] logits: bound that buffer.
+    if (ids.length * vocab > MAX_LOGIT_FLOATS)
+      throw new EngineServerError(
+        'INVALID_REQUEST',
+        `top-k / prompt logprobs over ${ids.length} tokens need ${((ids.length * vocab * 4) / 2 ** 30).toFixed(1)} GiB of logits here (limit ${(MAX_LOGIT_FLOATS * 4) / 2 ** 30} GiB); ask for logprobs=0 (the sampled tokens' logprobs cost nothing) or a shorter sequence`,
+      );
+    const logits = this.model.forwardLogits(packSequences([ids]));
     const out: PositionLogprobs[] = [];
     for (let i = 0; i + 1 < ids.length; i++) {
       const row = logits.subarray(i * vocab, (i + 1) * vocab);

@@ -1,8 +1,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCharTokenizer, createModel, type Model, packSequences, saveModel } from '@agentrl/engine';
-import { createSglangAdapter, createVllmAdapter, wrapToolResponse } from '@agentrl/rollout';
+import {
+  connectEngines,
+  createSglangAdapter,
+  createVllmAdapter,
+  syncEngineWeights,
+  wrapToolResponse,
+} from '@agentrl/rollout';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -199,6 +207,22 @@ describe('raw SGLang-shaped requests', () => {
     ]);
   });
 
+  it('/generate with stream sends server-sent events ending in [DONE]', async () => {
+    const res = await fetch(`${server.url}/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        input_ids: afterTool,
+        sampling_params: { temperature: 0, max_new_tokens: 60 },
+        stream: true,
+      }),
+    });
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const events = (await res.text()).split('\n\n').filter(Boolean);
+    expect(events.at(-1)).toBe('data: [DONE]');
+    expect(JSON.parse(events[0]!.slice('data: '.length)).text).toBe('The answer is 42.');
+  });
+
   it('/tokenize and /detokenize agree with the checkpoint tokenizer', async () => {
     const text = '<|im_start|>user\nWhat is 6*7?<|im_end|>';
     const t = await post('/tokenize', { model: 'tiny', prompt: text, add_special_tokens: false });
@@ -227,6 +251,76 @@ describe('remote adapters against the process', () => {
       /tokenizes differently from the local tokenizer .*serve the same checkpoint/,
     );
     await sglang.close();
+  });
+});
+
+/** A front for the server that answers /tokenize with 404, as servers without that route do. */
+async function withoutTokenize(target: string): Promise<{ url: string; close(): Promise<void> }> {
+  const front = createServer(async (req, res) => {
+    if (req.url === '/tokenize') {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const r = await fetch(`${target}${req.url}`, {
+      method: req.method ?? 'GET',
+      headers: { 'content-type': 'application/json' },
+      ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
+    });
+    res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
+    res.end(Buffer.from(await r.arrayBuffer()));
+  });
+  await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(front.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => front.close(() => r())),
+  };
+}
+
+describe('tokenizer agreement without /tokenize', () => {
+  it('falls back to a one-token generation, decoded locally', async () => {
+    const front = await withoutTokenize(server.url);
+    try {
+      const vllm = createVllmAdapter({ baseUrl: front.url, tokenizer });
+      expect(await vllm.connect()).toEqual({ model: 'tiny', tokenizerCheck: 'generate' });
+      await vllm.close();
+      const sglang = createSglangAdapter({ baseUrl: front.url, tokenizer });
+      expect((await sglang.connect()).tokenizerCheck).toBe('generate');
+      await sglang.close();
+      // A local tokenizer whose ids mean other text is caught by the generation too.
+      const shifted = {
+        encode: (t: string) => tokenizer.encode(t),
+        decode: (ids: readonly number[]) => `${tokenizer.decode(ids)}?`,
+      };
+      const wrong = createVllmAdapter({ baseUrl: front.url, tokenizer: shifted });
+      await expect(wrong.connect()).rejects.toThrow(
+        /generated token \d+ as .*the local tokenizer decodes it as/,
+      );
+      await wrong.close();
+    } finally {
+      await front.close();
+    }
+  });
+});
+
+describe('connectEngines and syncEngineWeights (what --engine URL[,URL…] uses)', () => {
+  it('connects every URL or none, and syncs all of them to one policy version', async () => {
+    const dead = `http://127.0.0.1:${new URL(server.url).port === '1' ? 2 : 1}`;
+    await expect(connectEngines({ kind: 'sglang', urls: [server.url, dead], tokenizer })).rejects.toThrow(
+      /engine at http:\/\/127\.0\.0\.1:[12] is not reachable/,
+    );
+    const engines = await connectEngines({ kind: 'sglang', urls: [server.url, server.url], tokenizer });
+    expect(engines.map((e) => e.info)).toEqual([
+      { model: 'tiny', tokenizerCheck: 'tokenize' },
+      { model: 'tiny', tokenizerCheck: 'tokenize' },
+    ]);
+    // Reload the launch checkpoint (same weights) as policy version 5 on both.
+    await syncEngineWeights(engines, { kind: 'disk', path: join(dir, 'ckpt'), version: 5 });
+    expect(engines.map((e) => e.policyVersion)).toEqual([5, 5]);
+    const info = (await (await fetch(`${server.url}/get_model_info`)).json()) as { weight_version: string };
+    expect(info.weight_version).toBe('5');
+    await Promise.all(engines.map((e) => e.close()));
   });
 });
 

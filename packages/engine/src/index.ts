@@ -76,6 +76,7 @@ export {
   selectChatTemplate,
   type TemplateMessage,
 } from './tokenizer/chat.js';
+export { loadCheckpointTokenizer } from './tokenizer/checkpoint-tokenizer.js';
 export { createHfTokenizer, HfTokenizer, type HfTokenizerMeta } from './tokenizer/hf.js';
 export { loadHfTokenizer } from './tokenizer/hf-files.js';
 export type { Tokenizer } from './tokenizer/types.js';

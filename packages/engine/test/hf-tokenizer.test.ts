@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderChat } from '../src/tokenizer/chat.js';
+import { loadCheckpointTokenizer } from '../src/tokenizer/checkpoint-tokenizer.js';
 import { createHfTokenizer, type HfTokenizer } from '../src/tokenizer/hf.js';
 import { loadHfTokenizer } from '../src/tokenizer/hf-files.js';
 import { vocabularyMismatch } from '../src/tokenizer/vocab-check.js';
@@ -94,6 +95,27 @@ describe('loadHfTokenizer: the files of a Hugging Face model directory', () => {
     await expect(loadHfTokenizer(gen)).rejects.toThrow(/eos_token_id 999999 .*outside the vocabulary/);
     const noEos = await scratch({ 'tokenizer_config.json': '{}' });
     await expect(loadHfTokenizer(noEos)).rejects.toThrow(/no eos_token in tokenizer_config\.json/);
+  });
+});
+
+describe('loadCheckpointTokenizer: the tokenizer a checkpoint was trained with', () => {
+  it("uses tokenizer.json when present, else the char tokenizer of agentrl's tiny checkpoints", async () => {
+    const hf = await scratch({ 'tokenizer_config.json': await readFile(QWEN3_CONFIG, 'utf8') });
+    expect((await loadCheckpointTokenizer(hf, 151_936)).kind).toBe('hf');
+    const tiny = await mkdtemp(join(dir, 't-'));
+    const { tokenizer, kind } = await loadCheckpointTokenizer(tiny, 265);
+    expect([kind, tokenizer.vocabSize]).toEqual(['char', 265]);
+  });
+
+  it('stops naming tokenizer.json (missing) or tokenizer.json and config.json (vocabulary too large)', async () => {
+    const bare = await mkdtemp(join(dir, 'b-'));
+    await expect(loadCheckpointTokenizer(bare, 151_936)).rejects.toThrow(
+      /has no tokenizer\.json and its vocab_size 151936 is not the 265 of agentrl's char tokenizer; copy the model's tokenizer\.json/,
+    );
+    const hf = await scratch({ 'tokenizer_config.json': await readFile(QWEN3_CONFIG, 'utf8') });
+    await expect(loadCheckpointTokenizer(hf, 1000)).rejects.toThrow(
+      /tokenizer\.json has 151669 tokens but .*config\.json has vocab_size 1000/,
+    );
   });
 });
 

@@ -39,7 +39,8 @@ export interface TrajectoryJob {
  * has them (exact, cheap for the engine), else as stop strings.
  */
 export function turnStops(ctx: Pick<AgentLoopContext, 'tokenizer' | 'chatFormat'>, base: SamplingParams) {
-  const stopTokenIds = [...base.stopTokenIds];
+  // The checkpoint's own eos ids (Qwen3: <|im_end|> and <|endoftext|>) end a turn too.
+  const stopTokenIds = [...new Set([...base.stopTokenIds, ...(ctx.tokenizer.stopTokenIds ?? [])])];
   const stopStrings = [...base.stopStrings];
   for (const text of [ctx.chatFormat.endOfTurn, TOOL_CALL_CLOSE]) {
     const id = singleTokenId(ctx.tokenizer, text);

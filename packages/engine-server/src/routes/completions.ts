@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { checkModel, now, type ServerContext } from '../context.js';
 import { EngineServerError } from '../errors.js';
 import { VllmCompletionRequestSchema } from '../request-schemas.js';
-import { generationSpec, refuseNonNeutral } from '../sampling.js';
+import { refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
 import type { Generation, PositionLogprobs } from '../served-engine.js';
 import { stopCause, vllmFinish } from '../stop.js';
 
@@ -54,19 +54,7 @@ export async function completionRoutes(app: FastifyInstance, ctx: ServerContext)
     const id = `cmpl-${randomUUID().replaceAll('-', '')}`;
     const runs = prompts.flatMap((ids, p) =>
       Array.from({ length: n }, async (_, j) => {
-        const spec = generationSpec(
-          {
-            temperature: body.temperature,
-            topP: body.top_p,
-            topK: body.top_k,
-            maxNewTokens: maxTokens,
-            stop: body.stop,
-            stopTokenIds: body.stop_token_ids,
-            ignoreEos: body.ignore_eos,
-            seed: body.seed === undefined || body.seed === null ? undefined : body.seed + j,
-          },
-          ctx.eosIds,
-        );
+        const spec = vllmGenerationSpec(body, maxTokens, j, ctx.eosIds);
         const gen: Generation =
           maxTokens === 0
             ? { tokenIds: [], logprobs: [], finishReason: 'length' }

@@ -54,10 +54,11 @@ function items(ctx: ServerContext, body: SglangGenerateRequest): { items: Item[]
  * `GenerateReqInput`): `text` or `input_ids`, one or a batch (lists of prompts or of token lists,
  * answered with a list), `sampling_params`, `return_logprob` with `meta_info.output_token_logprobs`
  * as `[logprob, token_id, text|null]`, `top_logprobs_num`, `logprob_start_len` for input logprobs,
- * `finish_reason` `{type: "stop", matched}` / `{type: "length", length}` / `{type: "abort"}`.
+ * `finish_reason` `{type: "stop", matched}` / `{type: "length", length}` / `{type: "abort"}`;
+ * `stream` as server-sent events (one final chunk per prompt, then `[DONE]`).
  */
 export async function generateRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
-  app.post('/generate', async (req) => {
+  app.post('/generate', async (req, reply) => {
     const body = SglangGenerateRequestSchema.parse(req.body);
     const { items: list, batched } = items(ctx, body);
     const withText = body.return_text_in_logprobs ?? false;
@@ -144,6 +145,13 @@ export async function generateRoutes(app: FastifyInstance, ctx: ServerContext): 
         };
       }),
     );
-    return batched ? out : out[0];
+    if (!body.stream) return batched ? out : out[0];
+    // Server-sent events as SGLang streams them, one (final, cumulative) chunk per prompt.
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream' });
+    out.forEach((o, index) => {
+      reply.raw.write(`data: ${JSON.stringify(batched ? { ...o, index } : o)}\n\n`);
+    });
+    reply.raw.end('data: [DONE]\n\n');
+    return reply;
   });
 }
