@@ -1,7 +1,7 @@
 /**
  * What one RL step of a Qwen3-0.6B-shaped model costs on this machine's CPU backend (random
  * weights: the cost does not depend on them). `generate`: prefill + decode of 8 sequences;
- * `train`: one SFT-style forward + backward + AdamW update on 1024 tokens (fp32 master weights
+ * `train`: one SFT-style forward + backward + AdamW update on 256 tokens (AGENTRL_BENCH_TOKENS) (fp32 master weights
  * and moments: ~10 GB). Run each phase in its own process:
  *   node --conditions=@agentrl/source --import tsx bench/qwen3-0.6b-step.ts generate|train
  */
@@ -56,8 +56,8 @@ if (phase === 'generate') {
 } else if (phase === 'train') {
   const model = createModel(QWEN3_0_6B, { seed: 1 });
   const opt = createAdamW(model, { lr: 1e-6 });
-  const T = 1024;
-  const seqs = [ids(512, 1), ids(512, 2)];
+  const T = Number(process.env.AGENTRL_BENCH_TOKENS ?? 256);
+  const seqs = [ids(T / 2, 1), ids(T / 2, 2)];
   const packed = packSequences(seqs);
   const mask = new Uint8Array(T).fill(1);
   const t0 = performance.now();

@@ -15,7 +15,7 @@ import type { Verify } from './reward.js';
 export interface Environment {
   policy: TrainablePolicy | null;
   engines: EngineAdapter[];
-  tokenizer: RolloutTokenizer & { readonly stopTokenIds?: readonly number[] };
+  tokenizer: RolloutTokenizer;
   /** Where an HF tokenizer's files are (copied into checkpoints); null for the byte tokenizer. */
   tokenizerDir: string | null;
   /** How prompts and turns are laid out for that tokenizer (SFT, rollouts and eval share it). */

@@ -1,16 +1,13 @@
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import {
-  createSglangAdapter,
-  createVllmAdapter,
+  connectEngines,
+  type RemoteEngine,
   type RolloutTokenizer,
-  type SglangAdapter,
-  type VllmAdapter,
+  syncEngineWeights,
   withRetry,
 } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
-
-export type RemoteEngine = VllmAdapter | SglangAdapter;
 
 /** The server URLs of `engine.url` (comma-separated), each checked to be http(s). */
 export function engineUrls(cfg: TrainConfig): string[] {
@@ -32,47 +29,31 @@ export function engineUrls(cfg: TrainConfig): string[] {
 }
 
 /**
- * Opens every configured server and checks it before anything runs: reachable (`/health`), serving
- * the configured model (or exactly one, read from `/v1/models`), and tokenizing as the local
- * tokenizer does. Errors name the URL and the fix.
+ * Opens every configured server and checks it before anything runs (@agentrl/rollout's
+ * `connectEngines`): reachable (`/health`), serving the configured model (or exactly one, read from
+ * `/v1/models`), and tokenizing as the local tokenizer does. Errors name the URL and the fix.
  */
 export async function connectRemoteEngines(
   cfg: TrainConfig,
   tokenizer: RolloutTokenizer,
   log: (line: string) => void = () => {},
 ): Promise<RemoteEngine[]> {
-  const engines: RemoteEngine[] = [];
-  try {
-    for (const baseUrl of engineUrls(cfg)) {
-      const common = {
-        baseUrl,
-        tokenizer,
-        retry: { attempts: cfg.engine.retries },
-        ...(cfg.engine.model !== null ? { model: cfg.engine.model } : {}),
-      };
-      const engine =
-        cfg.engine.kind === 'sglang'
-          ? createSglangAdapter(common)
-          : createVllmAdapter({
-              ...common,
-              ...(cfg.engine.weightsDir !== null ? { modelDir: cfg.engine.weightsDir } : {}),
-            });
-      engines.push(engine);
-      const info = await engine.connect();
-      const how = {
-        tokenize: 'agrees (/tokenize)',
-        generate: 'agrees (a one-token generation)',
-        skipped: 'not checked',
-      };
-      log(
-        `engine ${baseUrl}: ${cfg.engine.kind}, model "${info.model}", tokenizer ${how[info.tokenizerCheck]}`,
-      );
-    }
-    return engines;
-  } catch (err) {
-    await Promise.allSettled(engines.map((e) => e.close()));
-    throw err;
-  }
+  const engines = await connectEngines({
+    kind: cfg.engine.kind,
+    urls: engineUrls(cfg),
+    tokenizer,
+    retry: { attempts: cfg.engine.retries },
+    ...(cfg.engine.model !== null ? { model: cfg.engine.model } : {}),
+    ...(cfg.engine.weightsDir !== null ? { modelDir: cfg.engine.weightsDir } : {}),
+  });
+  const how = {
+    tokenize: 'agrees (/tokenize)',
+    generate: 'agrees (a one-token generation)',
+    skipped: 'not checked',
+  };
+  for (const e of engines)
+    log(`engine ${e.name}: model "${e.info.model}", tokenizer ${how[e.info.tokenizerCheck]}`);
+  return engines;
 }
 
 /** Where weight syncs write the policy for the servers, checked when the run is trainable. */
@@ -110,21 +91,17 @@ export async function syncRemoteWeights(
   await write(next);
   rmSync(dir, { recursive: true, force: true });
   renameSync(next, dir);
-  for (const e of engines) {
-    try {
-      await withRetry(
-        `weight sync to ${e.name}`,
-        () => e.updateWeights({ kind: 'disk', path: dir, version }),
-        {
-          attempts: cfg.engine.retries,
-        },
-      );
-    } catch (cause) {
-      throw new TrainerError(
-        'ENGINE_UNREACHABLE',
-        `engine: the weight sync of policy version ${version} to ${e.name} failed (${(cause as Error).message}); the run stopped: bring the server back and continue with --resume`,
-        { cause },
-      );
-    }
+  try {
+    await withRetry(
+      `weight sync to ${engines.map((e) => e.name).join(', ')}`,
+      () => syncEngineWeights(engines, { kind: 'disk', path: dir, version }),
+      { attempts: cfg.engine.retries },
+    );
+  } catch (cause) {
+    throw new TrainerError(
+      'ENGINE_UNREACHABLE',
+      `engine: the weight sync of policy version ${version} failed (${(cause as Error).message}); the run stopped: bring the server back and continue with --resume`,
+      { cause },
+    );
   }
 }

@@ -19,8 +19,6 @@ export interface RolloutFactoryOptions {
   tokenizer: RolloutTokenizer;
   chatFormat: ChatFormat;
   tools: ToolRegistry;
-  /** Ids that end generation besides the end of turn (Qwen3: `<|endoftext|>`). */
-  stopTokenIds?: readonly number[] | undefined;
   maxTurns: number;
   toolResponseMaxChars: number;
 }
@@ -60,7 +58,6 @@ export async function createRolloutFactory(opts: RolloutFactoryOptions) {
             topP: s.topP,
             maxNewTokens: s.maxTurnTokens,
             seed: s.seed,
-            ...(opts.stopTokenIds?.length ? { stopTokenIds: [...opts.stopTokenIds] } : {}),
           },
         },
       });
@@ -76,7 +73,6 @@ export function createRunRolloutFactory(cfg: TrainConfig, env: Environment) {
     tokenizer: env.tokenizer,
     chatFormat: env.chatFormat,
     tools: env.tools,
-    stopTokenIds: env.tokenizerDir ? env.tokenizer.stopTokenIds : undefined,
     maxTurns: cfg.rl.maxTurns,
     toolResponseMaxChars: cfg.rl.toolResponseMaxChars,
   });

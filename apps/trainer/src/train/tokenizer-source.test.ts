@@ -79,7 +79,7 @@ describe('the run tokenizer', () => {
     writeFileSync(join(noTok, 'config.json'), JSON.stringify({ vocab_size: 151936 }));
     const missing = await trainerError(loadRunTokenizer(resolveConfig(), noTok));
     expect(missing.message).toMatch(
-      /no tokenizer\.json in .*no-tokenizer .*vocab_size 151936.*--model\.tokenizer/,
+      /no-tokenizer has no tokenizer\.json and its vocab_size 151936 .*--model\.tokenizer/,
     );
     const dir = qwen3TokenizerDir('qwen3-small');
     const cfg = resolveConfig({

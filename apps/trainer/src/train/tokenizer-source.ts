@@ -1,6 +1,12 @@
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createCharTokenizer, loadHfTokenizer, type Tokenizer, vocabularyMismatch } from '@agentrl/engine';
+import {
+  createCharTokenizer,
+  loadCheckpointTokenizer,
+  loadHfTokenizer,
+  type Tokenizer,
+  vocabularyMismatch,
+} from '@agentrl/engine';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 
@@ -25,22 +31,33 @@ export const TOKENIZER_FILES = [
 
 /**
  * Which tokenizer a run uses: `model.tokenizer` when set; otherwise the model directory's own
- * (`model.init`, or the checkpoint being resumed or evaluated); otherwise the byte tokenizer of
- * the from-scratch tiny model. A model directory without tokenizer.json is taken for an agentrl
- * byte-level checkpoint only when its config.json vocab_size is the byte tokenizer's; anything
- * else stops with a message naming the missing file.
+ * (`model.init`, or the checkpoint being resumed or evaluated; @agentrl/engine's
+ * `loadCheckpointTokenizer`: its tokenizer.json, or the byte tokenizer for an agentrl tiny
+ * checkpoint whose vocab_size is the byte tokenizer's); otherwise the byte tokenizer of the
+ * from-scratch tiny model. A missing tokenizer stops with a message naming the file.
  */
 export async function loadRunTokenizer(cfg: TrainConfig, modelDir: string | null): Promise<RunTokenizer> {
-  const dir = cfg.model.tokenizer ?? modelDir;
-  if (dir === null) return { tokenizer: createCharTokenizer(), dir: null };
-  if (existsSync(join(dir, 'tokenizer.json'))) return { tokenizer: await loadHfTokenizer(dir), dir };
-  const bytes = createCharTokenizer();
-  if (cfg.model.tokenizer === null && vocabSizeOf(dir) === bytes.vocabSize)
-    return { tokenizer: bytes, dir: null };
-  throw new TrainerError(
-    'CHECKPOINT',
-    `tokenizer: no tokenizer.json in ${dir}${cfg.model.tokenizer === null ? ` (and its config.json vocab_size ${vocabSizeOf(dir) ?? '?'} is not the byte tokenizer's ${bytes.vocabSize})` : ''}; copy the model's tokenizer files there (tokenizer.save_pretrained(dir) writes tokenizer.json and tokenizer_config.json), or point --model.tokenizer at a directory that has them`,
-  );
+  const given = cfg.model.tokenizer;
+  try {
+    if (given !== null) {
+      if (!existsSync(join(given, 'tokenizer.json')))
+        throw new TrainerError(
+          'CHECKPOINT',
+          `tokenizer: no tokenizer.json in ${given} (model.tokenizer); point --model.tokenizer at a directory with the model's tokenizer.json and tokenizer_config.json (tokenizer.save_pretrained(dir) writes them)`,
+        );
+      return { tokenizer: await loadHfTokenizer(given), dir: given };
+    }
+    if (modelDir === null) return { tokenizer: createCharTokenizer(), dir: null };
+    const opened = await loadCheckpointTokenizer(modelDir, vocabSizeOf(modelDir) ?? Number.NaN);
+    return { tokenizer: opened.tokenizer, dir: opened.kind === 'hf' ? modelDir : null };
+  } catch (cause) {
+    if (cause instanceof TrainerError) throw cause;
+    throw new TrainerError(
+      'CHECKPOINT',
+      `tokenizer: ${(cause as Error).message}; or point --model.tokenizer at the tokenizer's directory`,
+      { cause },
+    );
+  }
 }
 
 /** Stops when the tokenizer has ids the embedding has no row for, naming both files. */
