@@ -11,6 +11,7 @@ import {
 import { join, resolve } from 'node:path';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
+import { replaceDir } from './replace-dir.js';
 
 /** The file that says "agentrl train made this directory"; nothing without it is ever deleted. */
 export const RUN_MARKER = '.agentrl-run';
@@ -166,13 +167,7 @@ export class RunDir {
    * rename. A kill -9 at any point leaves the previous checkpoint intact and `latest` valid.
    */
   async writeCheckpoint(tag: string, write: (dir: string) => Promise<void>): Promise<void> {
-    const final = this.checkpointDir(tag);
-    const tmp = `${final}.tmp`;
-    rmSync(tmp, { recursive: true, force: true });
-    mkdirSync(tmp, { recursive: true });
-    await write(tmp);
-    rmSync(final, { recursive: true, force: true });
-    renameSync(tmp, final);
+    await replaceDir(this.checkpointDir(tag), write);
     const pointer = join(this.checkpointsDir, 'latest');
     writeFileSync(`${pointer}.tmp`, `${tag}\n`);
     renameSync(`${pointer}.tmp`, pointer);

@@ -1,4 +1,3 @@
-import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import {
   connectEngines,
   type RemoteEngine,
@@ -8,6 +7,7 @@ import {
 } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
+import { replaceDir } from '../run/replace-dir.js';
 
 /** The server URLs of `engine.url` (comma-separated), each checked to be http(s). */
 export function engineUrls(cfg: TrainConfig): string[] {
@@ -85,12 +85,7 @@ export async function syncRemoteWeights(
   version: number,
   write: (dir: string) => Promise<void>,
 ): Promise<void> {
-  const next = `${dir}.next`;
-  rmSync(next, { recursive: true, force: true });
-  mkdirSync(next, { recursive: true });
-  await write(next);
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(next, dir);
+  await replaceDir(dir, write, '.next');
   try {
     await withRetry(
       `weight sync to ${engines.map((e) => e.name).join(', ')}`,
