@@ -5,12 +5,12 @@ import {
   packMicroBatches,
   resampleOnCorrect,
 } from '@agentrl/grpo';
-import { type Group, isEngineFailedTrajectory, type Trajectory } from '@agentrl/protocol';
+import type { Group, Trajectory } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
-import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
 import { buildPrompt } from '../task/chat-format.js';
 import type { Problem } from '../task/problem.js';
+import { withoutEngineFailures } from './engine-failures.js';
 import type { TrainablePolicy } from './policy.js';
 import { rewardModeOf, scoreGroups, type Verify } from './reward.js';
 import type { RolloutFactory } from './rollout-factory.js';
@@ -67,19 +67,10 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
   const tGenerate = (performance.now() - t0) / 1000;
   scoreGroups(groups, (id) => byId.get(id)!.answer, input.verify, rewardModeOf(cfg.task));
   const sampled = groups.flatMap((g) => g.trajectories);
-  const engineFailed = sampled.filter(isEngineFailedTrajectory);
-  if (sampled.length > 0 && engineFailed.length / sampled.length > cfg.engine.maxFailedFraction) {
-    throw new TrainerError(
-      'ENGINE_UNREACHABLE',
-      `engine: ${engineFailed.length} of ${sampled.length} trajectories of RL step ${step} failed in the engine after retries (first: ${engineFailed[0]!.finishReason}${engineFailed[0]!.engineError ? `: ${engineFailed[0]!.engineError}` : ''}); the run stopped before training on them (more than engine.maxFailedFraction ${cfg.engine.maxFailedFraction}): bring the engine back and continue with --resume`,
-    );
-  }
-  // What the engine broke is not the policy's answer: it is left out of the loss, and counted.
-  const trainable = engineFailed.length
-    ? groups.map((g) => ({ ...g, trajectories: g.trajectories.filter((t) => !isEngineFailedTrajectory(t)) }))
-    : groups;
+  // What the engine broke is left out of the loss, and counted.
+  const usable = withoutEngineFailures(groups, { step, maxFailedFraction: cfg.engine.maxFailedFraction });
 
-  const roc = resampleOnCorrect(trainable, {
+  const roc = resampleOnCorrect(usable.groups, {
     groupSize: perPrompt,
     n: rl.n,
     minPositive: Math.min(rl.minPositives, rl.n),
@@ -135,8 +126,8 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
     timeTool: toolSeconds,
     timeTrain: tTrain,
   };
-  if (input.remote || engineFailed.length) {
-    metrics.engineFailedTrajectories = engineFailed.length;
+  if (input.remote || usable.failed) {
+    metrics.engineFailedTrajectories = usable.failed;
     metrics.policyVersion = step - 1;
     metrics.stalePolicyTrajectories = sampled.filter(
       (t) => t.policyVersion !== undefined && t.policyVersion !== step - 1,
