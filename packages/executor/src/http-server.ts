@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { z } from 'zod';
 import {
   CodeJudgeBatchSchema,
@@ -19,13 +19,14 @@ const RunRequestSchema = z.object({
   timeoutMs: z.number().int().optional(),
   memoryMb: z.number().int().optional(),
   lastExpression: z.boolean().optional(),
+  deadlineMs: z.number().int().positive().optional(),
 });
 const BatchSchema = z.object({ requests: z.array(RunRequestSchema) });
 
 export interface HttpServerOptions {
   /** Where calls run: an embedded pool, or a Redis client that hands them to workers. */
   backend: Executor;
-  /** Calls accepted and not answered at most; beyond it requests get 503 and clients retry later. */
+  /** Calls accepted and not answered at most; beyond it requests get 504 and clients retry later. */
   maxPending?: number;
   /** Largest request body in bytes. */
   bodyLimit?: number;
@@ -61,11 +62,18 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     }
   }
 
-  function admit(n: number): boolean {
+  /**
+   * Back-pressure: past maxPending, a request is refused with 504 and Retry-After, the status verl's
+   * SandboxFusion client retries (`call_sandbox_api` in verl/utils/reward_score/sandbox_fusion/utils.py
+   * retries 504 only); this package's client retries it too. Nothing refused has started.
+   */
+  function admit(n: number, reply: FastifyReply, body: Record<string, string>): boolean {
     if (pending + n <= maxPending) return true;
     metrics.rejected.inc(n);
+    reply.code(504).header('retry-after', '1').send(body);
     return false;
   }
+  const FULL = { error: 'queue full; retry later' };
 
   app.setErrorHandler((error: Error & { statusCode?: number }, _req, reply) => {
     const status =
@@ -81,27 +89,25 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
 
   app.post('/v1/run', async (req, reply) => {
     const body = RunRequestSchema.parse(req.body);
-    if (!admit(1))
-      return reply.code(503).header('retry-after', '1').send({ error: 'queue full; retry later' });
+    if (!admit(1, reply, FULL)) return reply;
     return (await runAll([body]))[0];
   });
   app.post('/v1/run-batch', async (req, reply) => {
     const { requests } = BatchSchema.parse(req.body);
-    if (!admit(requests.length))
-      return reply.code(503).header('retry-after', '1').send({ error: 'queue full; retry later' });
+    if (!admit(requests.length, reply, FULL)) return reply;
     return { results: await runAll(requests) };
   });
 
   // code-judge (rStar2-Agent's tool server) drop-in.
   app.post('/run', async (req, reply) => {
     const sub = CodeJudgeSubmissionSchema.parse(req.body);
-    if (!admit(1)) return reply.code(503).send({ error: 'queue full; retry later' });
+    if (!admit(1, reply, FULL)) return reply;
     const [r] = await runAll([fromCodeJudge(sub)]);
     return toCodeJudge(sub, r as RunResult);
   });
-  const judgeBatch = async (body: unknown, reply: import('fastify').FastifyReply) => {
+  const judgeBatch = async (body: unknown, reply: FastifyReply) => {
     const batch = CodeJudgeBatchSchema.parse(body);
-    if (!admit(batch.submissions.length)) return reply.code(503).send({ error: 'queue full; retry later' });
+    if (!admit(batch.submissions.length, reply, FULL)) return reply;
     const results = await runAll(batch.submissions.map(fromCodeJudge));
     return {
       sub_id: batch.sub_id ?? '',
@@ -124,8 +130,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         .code(400)
         .send({ status: 'SandboxError', message: parsed.error.issues[0]?.message ?? 'bad request' });
     }
-    if (!admit(1))
-      return reply.code(503).send({ status: 'SandboxError', message: 'queue full; retry later' });
+    if (!admit(1, reply, { status: 'SandboxError', message: 'queue full; retry later' })) return reply;
     const [r] = await runAll([fromSandboxFusion(parsed.data)]);
     return toSandboxFusion(r as RunResult);
   });

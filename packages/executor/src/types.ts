@@ -11,6 +11,12 @@ export interface RunRequest {
   memoryMb?: number;
   /** Print the repr of the last expression, as a notebook cell would. */
   lastExpression?: boolean;
+  /**
+   * Remote clients: how long the caller waits for an answer, counted from run(); past it the call ends
+   * with a DEADLINE error and no worker starts it any more. Default: timeoutMs + answerSlackMs, counted
+   * from when the call is first sent. The embedded pool ignores it (timeoutMs bounds its calls).
+   */
+  deadlineMs?: number;
 }
 
 /** A ToolOutcome with the executor's extras. */
