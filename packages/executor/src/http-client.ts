@@ -43,6 +43,8 @@ export class HttpExecutor implements Executor {
   private readonly gate: Semaphore;
   private readonly recorder = new StatsRecorder();
   private closed = false;
+  /** Calls sent again after a lost answer or an overloaded server (one count per call and resend). */
+  resent = 0;
 
   constructor(options: HttpClientOptions) {
     const { url, ...rest } = options;
@@ -143,6 +145,7 @@ export class HttpExecutor implements Executor {
             );
       p.resolve(errorResult(err, performance.now() - p.started));
     }
+    this.resent += retry.length;
     if (retry.length > 0) setTimeout(() => void this.send(retry), delay);
   }
 
@@ -150,8 +153,9 @@ export class HttpExecutor implements Executor {
     return this.recorder.snapshot();
   }
 
-  /** Sends what is batched, waits for the requests in flight, then closes the connections. */
+  /** Sends what is batched, waits for the requests in flight, then closes the connections (once). */
   async close(): Promise<void> {
+    if (this.closed) return;
     this.batcher.drain();
     this.closed = true;
     await this.agent.close();
