@@ -95,7 +95,10 @@ function count(flag: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
   if (!Number.isSafeInteger(n) || n < 1) {
-    throw new ExecutorError('INVALID_CONFIG', `--${flag} must be a positive integer; got ${JSON.stringify(v)}`);
+    throw new ExecutorError(
+      'INVALID_CONFIG',
+      `--${flag} must be a positive integer; got ${JSON.stringify(v)}`,
+    );
   }
   return n;
 }

@@ -62,8 +62,7 @@ export class HttpExecutor implements Executor {
       req,
       (request, started) =>
         new Promise<RunResult>((resolve) => {
-          const budget =
-            request.deadlineMs ?? (request.timeoutMs ?? 60_000) + this.opts.answerSlackMs;
+          const budget = request.deadlineMs ?? (request.timeoutMs ?? 60_000) + this.opts.answerSlackMs;
           const expiresAt = performance.now() + budget;
           this.batcher.push({ request, started, expiresAt, attempts: 0, resolve });
         }),

@@ -136,12 +136,7 @@ export function connectRedis(url: string, extra: RedisOptions = {}): Redis {
  * Waits for a first answer from Redis, at most `timeoutMs`. The connections retry forever (so a Redis
  * restart mid-run is waited out), which would make a first connect to a dead address hang.
  */
-export async function firstAnswer(
-  conn: Redis,
-  url: string,
-  timeoutMs: number,
-  fix: string,
-): Promise<void> {
+export async function firstAnswer(conn: Redis, url: string, timeoutMs: number, fix: string): Promise<void> {
   let lastError: unknown;
   const onError = (err: unknown) => {
     lastError = err;

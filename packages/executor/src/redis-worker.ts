@@ -58,7 +58,9 @@ export const WorkerSchema = z.object({
     .int()
     .positive()
     .default(5_000)
-    .describe('how long the worker waits for Redis to first answer before failing; later outages are waited out'),
+    .describe(
+      'how long the worker waits for Redis to first answer before failing; later outages are waited out',
+    ),
 });
 export type WorkerOptions = z.input<typeof WorkerSchema> & { pool?: PoolConfigInput };
 

@@ -7,11 +7,10 @@ const stderrOf = new WeakMap<ChildProcess, string[]>();
 
 /** Runs a TypeScript entry point of this package in its own process (source through tsx). */
 export function spawnTs(script: string, args: string[]): ChildProcess {
-  const proc = spawn(
-    process.execPath,
-    ['--conditions=@agentrl/source', '--import', 'tsx', script, ...args],
-    { cwd: PKG, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const proc = spawn(process.execPath, ['--conditions=@agentrl/source', '--import', 'tsx', script, ...args], {
+    cwd: PKG,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const chunks: string[] = [];
   stderrOf.set(proc, chunks);
   proc.stderr?.on('data', (c: Buffer) => {

@@ -8,10 +8,16 @@ import { sleep } from './processes.js';
 import { freePort, OwnedRedis } from './redis-server.js';
 
 /** Polls `check` every 25 ms until it holds; fails naming `what` after `ms`. */
-async function until(what: string, ms: number, check: () => boolean | Promise<boolean>): Promise<void> {
+async function until(
+  what: string | (() => string),
+  ms: number,
+  check: () => boolean | Promise<boolean>,
+): Promise<void> {
   const end = Date.now() + ms;
   while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (Date.now() > end) {
+      throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'string' ? what : what()}`);
+    }
     await sleep(25);
   }
 }
@@ -38,9 +44,9 @@ describe('distributed executor under SIGKILL and an empty Redis restart', () => 
         '--prefix',
         prefix,
         '--visibility-ms',
-        '1500',
+        '2500',
         '--reap-after-ms',
-        '3000',
+        '5000',
         '--servers',
         '1',
         '--concurrency',
@@ -53,12 +59,27 @@ describe('distributed executor under SIGKILL and an empty Redis restart', () => 
       return { proc, consumer: (/worker (\S+)/.exec(line) as RegExpExecArray)[1] as string };
     };
     const frontEnd = async () => {
-      const proc = spawnBin(['serve', '--port', String(port), '--redis', redis.url, '--prefix', prefix, '--lease-ms', '2000']);
+      const proc = spawnBin([
+        'serve',
+        '--port',
+        String(port),
+        '--redis',
+        redis.url,
+        '--prefix',
+        prefix,
+        '--lease-ms',
+        '3000',
+      ]);
       procs.push(proc);
       await waitForLine(proc, /serving on/);
       return proc;
     };
-    const client = new HttpExecutor({ url: `http://127.0.0.1:${port}`, batchSize: 4, lingerMs: 1, answerSlackMs: 60_000 });
+    const client = new HttpExecutor({
+      url: `http://127.0.0.1:${port}`,
+      batchSize: 4,
+      lingerMs: 1,
+      answerSlackMs: 60_000,
+    });
     try {
       const [a, b, front] = await Promise.all([worker(), worker(), frontEnd()]);
       const N = 64;
@@ -75,7 +96,12 @@ describe('distributed executor under SIGKILL and an empty Redis restart', () => 
         ((await probe.xinfo('CONSUMERS', `${prefix}jobs`, 'workers').catch(() => [])) as string[][]).map(
           (c) => c[1],
         );
-      const progress = (n: number) => until(`${n} answers`, 30_000, () => answered >= n);
+      const progress = (n: number) =>
+        until(
+          () => `${n} answers (${answered} so far)`,
+          45_000,
+          () => answered >= n,
+        );
 
       await progress(6);
       a.proc.kill('SIGKILL');
@@ -120,8 +146,10 @@ describe('distributed executor under SIGKILL and an empty Redis restart', () => 
       front2.kill('SIGTERM');
       expect((await exitOf(front2)).code).toBe(0);
       const leftovers = async () =>
-        (await probe.keys(`${prefix}*`)).filter((k) => !k.startsWith(`${prefix}done:`) && k !== `${prefix}jobs`);
-      await until('no reply stream or lease left', 5_000, async () => (await leftovers()).length === 0);
+        (await probe.keys(`${prefix}*`)).filter(
+          (k) => !k.startsWith(`${prefix}done:`) && k !== `${prefix}jobs`,
+        );
+      await until('no reply stream or lease left', 8_000, async () => (await leftovers()).length === 0);
       await until('the job stream to drain', 10_000, async () => (await probe.xlen(`${prefix}jobs`)) === 0);
       const [pendingCount] = (await probe.xpending(`${prefix}jobs`, 'workers')) as [number];
       expect(pendingCount).toBe(0);
@@ -131,5 +159,5 @@ describe('distributed executor under SIGKILL and an empty Redis restart', () => 
       await client.close();
       await redis.stop();
     }
-  }, 90_000);
+  }, 150_000); // about 20 s on an idle 2-core machine; the bound is for a badly loaded one
 });

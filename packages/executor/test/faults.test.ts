@@ -165,7 +165,17 @@ describe('fault tolerance', () => {
 
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const front = spawnBin(['serve', '--port', String(port), '--max-pending', '1', '--servers', '1', '--preload', '']);
+    const front = spawnBin([
+      'serve',
+      '--port',
+      String(port),
+      '--max-pending',
+      '1',
+      '--servers',
+      '1',
+      '--preload',
+      '',
+    ]);
     const client = new HttpExecutor({ url, lingerMs: 1 });
     try {
       await waitForLine(front, /serving on/);
@@ -200,7 +210,9 @@ describe('fault tolerance', () => {
     const t0 = Date.now();
     const { code, stderr } = await exitOf(spawnBin(['worker', '--redis', `redis://127.0.0.1:${port}`]));
     expect(code).toBe(1);
-    expect(stderr).toMatch(/Redis at redis:\/\/127\.0\.0\.1:\d+ did not answer within 5000 ms \(.*ECONNREFUSED.*\); start redis-server/);
+    expect(stderr).toMatch(
+      /Redis at redis:\/\/127\.0\.0\.1:\d+ did not answer within 5000 ms \(.*ECONNREFUSED.*\); start redis-server/,
+    );
     expect(Date.now() - t0).toBeLessThan(15_000);
   }, 20_000);
 });
