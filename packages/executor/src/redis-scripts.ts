@@ -61,7 +61,8 @@ export const Screen = { RUN: 1, EXPIRED: 2, ABANDONED: 3, ANSWERED: 4 } as const
  * near that the answer would come too late (now + the job's time limit > deadline). Unwanted jobs are
  * acknowledged and deleted here, never run. Returns one Screen code per job.
  * KEYS[1] jobs, then per job its done marker and lease; ARGV[1] group, then per job entryId, deadline
- * (Redis ms, '' for none), the job's time limit in ms.
+ * (Redis ms, '' for none), the job's time limit in ms. A job without a lease or a deadline (enqueued by a
+ * client older than both) is run.
  */
 export const SCREEN = `
 ${NOW}
@@ -70,7 +71,7 @@ for i = 0, (#KEYS - 1) / 2 - 1 do
   local id, deadline, limit = ARGV[2 + 3 * i], ARGV[3 + 3 * i], tonumber(ARGV[4 + 3 * i])
   local why = ${Screen.RUN}
   if redis.call('EXISTS', KEYS[2 + 2 * i]) == 1 then why = ${Screen.ANSWERED}
-  elseif redis.call('EXISTS', KEYS[3 + 2 * i]) == 0 then why = ${Screen.ABANDONED}
+  elseif KEYS[3 + 2 * i] ~= '' and redis.call('EXISTS', KEYS[3 + 2 * i]) == 0 then why = ${Screen.ABANDONED}
   elseif deadline ~= '' and now + limit > tonumber(deadline) then why = ${Screen.EXPIRED} end
   if why ~= ${Screen.RUN} then
     redis.call('XACK', KEYS[1], ARGV[1], id)
@@ -84,18 +85,19 @@ return out`;
  * Publishes a job's result once (the first finisher wins, a re-run after a reclaim is dropped here) on
  * its client's reply stream, whose expiry follows the client's lease, then acknowledges and deletes the
  * job entry. A client whose lease lapsed gets nothing (nobody would read it) and no done marker is set,
- * so its resubmitted copy still runs. Returns 1 published, 0 duplicate, 2 client gone.
+ * so its resubmitted copy still runs (a job without a lease, from an older client, is published with
+ * the done marker's ttl). Returns 1 published, 0 duplicate, 2 client gone.
  * KEYS[1] jobs, KEYS[2] done marker, KEYS[3] reply stream, KEYS[4] lease;
  * ARGV group, entryId, jobId, result, ttlSeconds.
  */
 export const COMPLETE = `
 local outcome = 2
-if redis.call('EXISTS', KEYS[4]) == 1 then
+if KEYS[4] == '' or redis.call('EXISTS', KEYS[4]) == 1 then
   outcome = 0
   if redis.call('SET', KEYS[2], '1', 'NX', 'EX', tonumber(ARGV[5])) then
     outcome = 1
     redis.call('XADD', KEYS[3], 'MAXLEN', '~', '1000000', '*', 'j', ARGV[3], 'r', ARGV[4])
-    local ttl = redis.call('PTTL', KEYS[4])
+    local ttl = KEYS[4] == '' and tonumber(ARGV[5]) * 1000 or redis.call('PTTL', KEYS[4])
     if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
   end
 end

@@ -153,7 +153,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
           keys.jobs,
           keys.done(f.j ?? entryId),
           f.r ?? `${opts.prefix}reply:orphans`,
-          f.l ?? `${opts.prefix}lease:orphans`,
+          f.l ?? '',
           keys.group,
           entryId,
           f.j ?? entryId,
@@ -192,7 +192,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       SCREEN,
       1 + 2 * jobs.length,
       keys.jobs,
-      ...jobs.flatMap(({ entryId, f }) => [keys.done(f.j ?? entryId), f.l ?? `${opts.prefix}lease:orphans`]),
+      ...jobs.flatMap(({ entryId, f }) => [keys.done(f.j ?? entryId), f.l ?? '']),
       keys.group,
       ...jobs.flatMap(({ entryId, f, request }) => [
         entryId,

@@ -12,9 +12,10 @@ export interface RunRequest {
   /** Print the repr of the last expression, as a notebook cell would. */
   lastExpression?: boolean;
   /**
-   * Remote clients: how long the caller waits for an answer, counted from run(); past it the call ends
-   * with a DEADLINE error and no worker starts it any more. Default: timeoutMs + answerSlackMs, counted
-   * from when the call is first sent. The embedded pool ignores it (timeoutMs bounds its calls).
+   * Remote clients: how long the caller waits for an answer, counted from when the client takes the call
+   * (after any wait for maxInFlight); past it the call ends with a DEADLINE error and no worker starts
+   * it any more. Default: timeoutMs + answerSlackMs, from the first send (HTTP) or the first enqueue
+   * (Redis: waiting on a full queue does not count). The embedded pool ignores it.
    */
   deadlineMs?: number;
 }
