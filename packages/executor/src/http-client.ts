@@ -7,7 +7,7 @@ import { runRemoteCall } from './remote-call.js';
 import { errorResult } from './requests.js';
 import { Semaphore } from './semaphore.js';
 import { StatsRecorder } from './stats.js';
-import type { Executor, ExecutorStats, RunRequest, RunResult } from './types.js';
+import type { Executor, ExecutorStats, RunOptions, RunRequest, RunResult } from './types.js';
 
 export interface HttpClientOptions extends Partial<RemoteClientOptions> {
   /** Base URL of an `agentrl-executor serve` server, e.g. http://127.0.0.1:8090 */
@@ -20,6 +20,8 @@ interface Pending {
   /** performance.now() past which the call ends (its deadlineMs, or timeoutMs + answerSlackMs). */
   expiresAt: number;
   attempts: number;
+  /** Its signal aborted: answered already, not sent (again). */
+  cancelled: boolean;
   resolve: (r: RunResult) => void;
 }
 
@@ -55,7 +57,7 @@ export class HttpExecutor implements Executor {
     this.batcher = new Batcher(this.opts.batchSize, this.opts.lingerMs, (batch) => void this.send(batch));
   }
 
-  run(req: RunRequest): Promise<RunResult> {
+  run(req: RunRequest, options: RunOptions = {}): Promise<RunResult> {
     const ctx = { closed: this.closed, gate: this.gate, recorder: this.recorder, defaults: this.opts };
     return runRemoteCall(
       ctx,
@@ -64,16 +66,38 @@ export class HttpExecutor implements Executor {
         new Promise<RunResult>((resolve) => {
           const budget = request.deadlineMs ?? (request.timeoutMs ?? 60_000) + this.opts.answerSlackMs;
           const expiresAt = performance.now() + budget;
-          this.batcher.push({ request, started, expiresAt, attempts: 0, resolve });
+          const { signal } = options;
+          // The request on its way is not recalled (it may carry other calls); its answer is ignored.
+          const onAbort = () => {
+            p.cancelled = true;
+            const err = new ExecutorError('CANCELLED', 'the call was cancelled by its caller');
+            resolve(errorResult(err, performance.now() - started));
+          };
+          const p: Pending = {
+            request,
+            started,
+            expiresAt,
+            attempts: 0,
+            cancelled: false,
+            resolve: (r) => {
+              signal?.removeEventListener('abort', onAbort);
+              resolve(r);
+            },
+          };
+          if (signal?.aborted) return onAbort();
+          signal?.addEventListener('abort', onAbort, { once: true });
+          this.batcher.push(p);
         }),
     );
   }
 
-  runBatch(requests: readonly RunRequest[]): Promise<RunResult[]> {
-    return Promise.all(requests.map((r) => this.run(r)));
+  runBatch(requests: readonly RunRequest[], options: RunOptions = {}): Promise<RunResult[]> {
+    return Promise.all(requests.map((r) => this.run(r, options)));
   }
 
-  private async send(batch: Pending[]): Promise<void> {
+  private async send(all: Pending[]): Promise<void> {
+    const batch = all.filter((p) => !p.cancelled);
+    if (batch.length === 0) return;
     const now = performance.now();
     const left = (p: Pending) => p.expiresAt - now;
     // The server gets the budget minus a margin for the way back; this client waits the margin longer.

@@ -13,6 +13,15 @@ import { ExecutorError } from './errors.js';
 import { ExecutorMetrics } from './metrics.js';
 import type { Executor, RunRequest, RunResult } from './types.js';
 
+/** Aborts when the caller hangs up before its answer is sent, so queued work it gave up is dropped. */
+function hangUpSignal(reply: FastifyReply): AbortSignal {
+  const ctl = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) ctl.abort();
+  });
+  return ctl.signal;
+}
+
 const RunRequestSchema = z.object({
   code: z.string(),
   stdin: z.string().optional(),
@@ -48,12 +57,12 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     forceCloseConnections: 'idle',
   });
 
-  async function runAll(requests: RunRequest[]): Promise<RunResult[]> {
+  async function runAll(requests: RunRequest[], reply?: FastifyReply): Promise<RunResult[]> {
     pending += requests.length;
     metrics.inFlight.set(pending);
     const t0 = performance.now();
     try {
-      const results = await backend.runBatch(requests);
+      const results = await backend.runBatch(requests, reply && { signal: hangUpSignal(reply) });
       for (const r of results) metrics.observe(r, (performance.now() - t0) / 1000);
       return results;
     } finally {
@@ -90,25 +99,25 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   app.post('/v1/run', async (req, reply) => {
     const body = RunRequestSchema.parse(req.body);
     if (!admit(1, reply, FULL)) return reply;
-    return (await runAll([body]))[0];
+    return (await runAll([body], reply))[0];
   });
   app.post('/v1/run-batch', async (req, reply) => {
     const { requests } = BatchSchema.parse(req.body);
     if (!admit(requests.length, reply, FULL)) return reply;
-    return { results: await runAll(requests) };
+    return { results: await runAll(requests, reply) };
   });
 
   // code-judge (rStar2-Agent's tool server) drop-in.
   app.post('/run', async (req, reply) => {
     const sub = CodeJudgeSubmissionSchema.parse(req.body);
     if (!admit(1, reply, FULL)) return reply;
-    const [r] = await runAll([fromCodeJudge(sub)]);
+    const [r] = await runAll([fromCodeJudge(sub)], reply);
     return toCodeJudge(sub, r as RunResult);
   });
   const judgeBatch = async (body: unknown, reply: FastifyReply) => {
     const batch = CodeJudgeBatchSchema.parse(body);
     if (!admit(batch.submissions.length, reply, FULL)) return reply;
-    const results = await runAll(batch.submissions.map(fromCodeJudge));
+    const results = await runAll(batch.submissions.map(fromCodeJudge), reply);
     return {
       sub_id: batch.sub_id ?? '',
       results: batch.submissions.map((s, i) => toCodeJudge(s, results[i] as RunResult)),
@@ -131,7 +140,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         .send({ status: 'SandboxError', message: parsed.error.issues[0]?.message ?? 'bad request' });
     }
     if (!admit(1, reply, { status: 'SandboxError', message: 'queue full; retry later' })) return reply;
-    const [r] = await runAll([fromSandboxFusion(parsed.data)]);
+    const [r] = await runAll([fromSandboxFusion(parsed.data)], reply);
     return toSandboxFusion(r as RunResult);
   });
 

@@ -5,12 +5,20 @@ import { Batcher } from './batcher.js';
 import { RemoteClientSchema } from './client-options.js';
 import { parseConfig } from './config.js';
 import { ExecutorError } from './errors.js';
-import { connectRedis, ENQUEUE, fields, firstAnswer, RENEW, redisKeys } from './redis-scripts.js';
+import {
+  CANCELLED_MARK,
+  connectRedis,
+  ENQUEUE,
+  fields,
+  firstAnswer,
+  RENEW,
+  redisKeys,
+} from './redis-scripts.js';
 import { runRemoteCall } from './remote-call.js';
 import { errorResult } from './requests.js';
 import { Semaphore } from './semaphore.js';
 import { StatsRecorder } from './stats.js';
-import type { Executor, ExecutorStats, RunRequest, RunResult } from './types.js';
+import type { Executor, ExecutorStats, RunOptions, RunRequest, RunResult } from './types.js';
 
 export const RedisClientSchema = RemoteClientSchema.extend({
   redis: z.string().describe('Redis URL, e.g. redis://127.0.0.1:6379'),
@@ -54,6 +62,9 @@ interface Pending {
   /** In Redis (or lost with it): a lapsed lease or a restart resubmits it. */
   enqueued: boolean;
   deadline: NodeJS.Timeout | undefined;
+  cancelled: boolean;
+  /** Removes the abort listener of the call's signal, if any. */
+  unlisten: (() => void) | undefined;
   resolve: (r: RunResult) => void;
 }
 
@@ -127,7 +138,7 @@ export class RedisExecutor implements Executor {
     return this;
   }
 
-  run(req: RunRequest): Promise<RunResult> {
+  run(req: RunRequest, options: RunOptions = {}): Promise<RunResult> {
     if (!this.closed) this.readLoop ??= this.readAnswers();
     const ctx = { closed: this.closed, gate: this.gate, recorder: this.recorder, defaults: this.opts };
     return runRemoteCall(
@@ -146,17 +157,41 @@ export class RedisExecutor implements Executor {
             expiresAt: deadlineMs === undefined ? undefined : performance.now() + deadlineMs,
             enqueued: false,
             deadline: undefined,
+            cancelled: false,
+            unlisten: undefined,
             resolve,
           };
           this.pending.set(jobId, p);
+          const { signal } = options;
+          if (signal) {
+            const onAbort = () => this.cancel(p);
+            if (signal.aborted) return onAbort();
+            signal.addEventListener('abort', onAbort, { once: true });
+            p.unlisten = () => signal.removeEventListener('abort', onAbort);
+          }
           if (p.expiresAt !== undefined) this.armDeadline(p, p.expiresAt);
           this.batcher.push(p);
         }),
     );
   }
 
-  runBatch(requests: readonly RunRequest[]): Promise<RunResult[]> {
-    return Promise.all(requests.map((r) => this.run(r)));
+  runBatch(requests: readonly RunRequest[], options: RunOptions = {}): Promise<RunResult[]> {
+    return Promise.all(requests.map((r) => this.run(r, options)));
+  }
+
+  /** Gives a call up: answers it now, and marks its job done so that no worker starts it. */
+  private cancel(p: Pending): void {
+    if (!this.pending.has(p.jobId)) return;
+    p.cancelled = true;
+    const err = new ExecutorError('CANCELLED', `job ${p.jobId} was cancelled by its caller`);
+    this.answer(p.jobId, errorResult(err, performance.now() - p.started));
+    if (p.enqueued) this.markCancelled(p);
+  }
+
+  /** The done marker, set to 'cancelled' until the job's deadline has passed (and a minute more). */
+  private markCancelled(p: Pending): void {
+    const ttl = Math.ceil(((p.expiresAt ?? performance.now()) - performance.now()) / 1000) + 60;
+    void this.cmd.set(this.keys.done(p.jobId), CANCELLED_MARK, 'EX', ttl, 'NX').catch(() => {});
   }
 
   /** How long a call may wait for its answer by default: its time limit plus answerSlackMs. */
@@ -190,6 +225,7 @@ export class RedisExecutor implements Executor {
         if (added >= 0) {
           for (const p of live) {
             p.enqueued = true;
+            if (p.cancelled) this.markCancelled(p); // cancelled while the enqueue was on its way
             if (p.expiresAt === undefined) {
               p.expiresAt = now + this.limitOf(p);
               this.armDeadline(p, p.expiresAt);
@@ -227,6 +263,7 @@ export class RedisExecutor implements Executor {
     }
     this.pending.delete(jobId);
     if (p.deadline) clearTimeout(p.deadline);
+    p.unlisten?.();
     p.resolve({ ...result, latencyMs: performance.now() - p.started });
   }
 

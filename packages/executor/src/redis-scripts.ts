@@ -53,13 +53,16 @@ redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return had`;
 
 /** Why a worker does not run a job it took (SCREEN's answer per job). */
-export const Screen = { RUN: 1, EXPIRED: 2, ABANDONED: 3, ANSWERED: 4 } as const;
+export const Screen = { RUN: 1, EXPIRED: 2, ABANDONED: 3, ANSWERED: 4, CANCELLED: 5 } as const;
+
+/** The done marker's value for a job its caller cancelled (a published one holds '1'). */
+export const CANCELLED_MARK = 'cancelled';
 
 /**
  * Decides, just before running, which of the jobs a worker took are still wanted: not answered already
- * (a resubmitted copy), their client's lease alive (not killed or closed), and their deadline not so
- * near that the answer would come too late (now + the job's time limit > deadline). Unwanted jobs are
- * acknowledged and deleted here, never run. Returns one Screen code per job.
+ * (a resubmitted copy) nor cancelled (the client set the done marker), their client's lease alive (not
+ * killed or closed), and their deadline not so near that the answer would come too late (now + the
+ * job's time limit > deadline). Unwanted jobs are acknowledged and deleted here, never run. Returns one Screen code per job.
  * KEYS[1] jobs, then per job its done marker and lease; ARGV[1] group, then per job entryId, deadline
  * (Redis ms, '' for none), the job's time limit in ms. A job without a lease or a deadline (enqueued by a
  * client older than both) is run.
@@ -70,7 +73,9 @@ local out = {}
 for i = 0, (#KEYS - 1) / 2 - 1 do
   local id, deadline, limit = ARGV[2 + 3 * i], ARGV[3 + 3 * i], tonumber(ARGV[4 + 3 * i])
   local why = ${Screen.RUN}
-  if redis.call('EXISTS', KEYS[2 + 2 * i]) == 1 then why = ${Screen.ANSWERED}
+  local mark = redis.call('GET', KEYS[2 + 2 * i])
+  if mark == '${CANCELLED_MARK}' then why = ${Screen.CANCELLED}
+  elseif mark then why = ${Screen.ANSWERED}
   elseif KEYS[3 + 2 * i] ~= '' and redis.call('EXISTS', KEYS[3 + 2 * i]) == 0 then why = ${Screen.ABANDONED}
   elseif deadline ~= '' and now + limit > tonumber(deadline) then why = ${Screen.EXPIRED} end
   if why ~= ${Screen.RUN} then

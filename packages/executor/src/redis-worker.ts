@@ -71,6 +71,8 @@ export interface WorkerSkips {
   abandoned: number;
   /** Answered already (a copy resubmitted after a Redis restart or a lapsed lease). */
   answered: number;
+  /** Cancelled by their caller (an HTTP caller that hung up, an aborted signal). */
+  cancelled: number;
 }
 
 export interface Worker {
@@ -119,7 +121,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const active = new Set<string>();
   let stopping = false;
   let done = 0;
-  const skips: WorkerSkips = { expired: 0, abandoned: 0, answered: 0 };
+  const skips: WorkerSkips = { expired: 0, abandoned: 0, answered: 0, cancelled: 0 };
   let reaped = 0;
   let wake: (() => void) | undefined;
 
@@ -205,6 +207,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       if (verdict === Screen.EXPIRED) skips.expired++;
       else if (verdict === Screen.ABANDONED) skips.abandoned++;
       else if (verdict === Screen.ANSWERED) skips.answered++;
+      else if (verdict === Screen.CANCELLED) skips.cancelled++;
       if (verdict !== Screen.RUN) return;
       active.add(entryId);
       void process1(entryId, f, request).finally(() => {

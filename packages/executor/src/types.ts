@@ -40,13 +40,22 @@ export interface ExecutorStats {
   latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };
 }
 
+/** Per-call options of the remote clients. */
+export interface RunOptions {
+  /**
+   * Aborting gives the call up: it resolves at once with sandbox_error / CANCELLED, and (Redis) no
+   * worker starts it afterwards. The HTTP server aborts the calls of a request whose caller hung up.
+   */
+  signal?: AbortSignal;
+}
+
 /** The client API, the same in all three modes. */
 export interface Executor {
   readonly mode: 'embedded' | 'http' | 'redis';
   /** Runs one call. Resolves with a structured result; infrastructure failures become sandbox_error. */
   run(request: RunRequest): Promise<RunResult>;
   /** Runs many calls; results come back in order. */
-  runBatch(requests: readonly RunRequest[]): Promise<RunResult[]>;
+  runBatch(requests: readonly RunRequest[], options?: RunOptions): Promise<RunResult[]>;
   stats(): ExecutorStats;
   /** Workers behind this executor: the pool's concurrency, or live Redis consumers (code-judge /status). */
   workers?(): Promise<number>;

@@ -277,4 +277,34 @@ describe('distributed mode (Redis streams + consumer group)', () => {
       await worker?.stop();
     }
   });
+
+  it('an HTTP caller that hangs up cancels its queued jobs: no worker runs them', async () => {
+    const prefix = `${redis.prefix}hangup:`;
+    const server = await serve({ port: 0, redis: redis.url, prefix });
+    const probe = new Redis(redis.url);
+    let worker: Worker | undefined;
+    try {
+      const ctl = new AbortController();
+      const call = request(`${server.url}/run_code`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ code: 'print("nobody reads this")', language: 'python' }),
+        signal: ctl.signal,
+      }).catch((e: Error) => e);
+      await vi.waitFor(async () => expect(await probe.xlen(`${prefix}jobs`)).toBe(1));
+      ctl.abort(); // as verl does when its request timeout passes
+      expect(await call).toBeInstanceOf(Error);
+      await vi.waitFor(async () =>
+        expect(await (await request(`${server.url}/health`)).body.json()).toMatchObject({ pending: 0 }),
+      );
+      worker = await startWorker({ redis: redis.url, prefix, pool });
+      await vi.waitFor(() => expect(worker?.skipped().cancelled).toBe(1), { timeout: 5000 });
+      expect(worker.completed()).toBe(0);
+      expect(await probe.xlen(`${prefix}jobs`)).toBe(0);
+    } finally {
+      probe.disconnect();
+      await server.close();
+      await worker?.stop();
+    }
+  });
 });
