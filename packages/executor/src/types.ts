@@ -40,7 +40,7 @@ export interface ExecutorStats {
   latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };
 }
 
-/** Per-call options of the remote clients. */
+/** Per-call options of the remote clients (the embedded pool ignores them). */
 export interface RunOptions {
   /**
    * Aborting gives the call up: it resolves at once with sandbox_error / CANCELLED, and (Redis) no
@@ -53,7 +53,7 @@ export interface RunOptions {
 export interface Executor {
   readonly mode: 'embedded' | 'http' | 'redis';
   /** Runs one call. Resolves with a structured result; infrastructure failures become sandbox_error. */
-  run(request: RunRequest): Promise<RunResult>;
+  run(request: RunRequest, options?: RunOptions): Promise<RunResult>;
   /** Runs many calls; results come back in order. */
   runBatch(requests: readonly RunRequest[], options?: RunOptions): Promise<RunResult[]>;
   stats(): ExecutorStats;
