@@ -7,6 +7,7 @@ import { parseConfig } from './config.js';
 import { ExecutorError } from './errors.js';
 import {
   CANCELLED_MARK,
+  ConnectTimeoutSchema,
   connectRedis,
   ENQUEUE,
   fields,
@@ -32,14 +33,7 @@ export const RedisClientSchema = RemoteClientSchema.extend({
     .min(1)
     .default(100_000)
     .describe('jobs waiting in Redis at most; beyond it clients wait (back-pressure)'),
-  connectTimeoutMs: z
-    .number()
-    .int()
-    .positive()
-    .default(5_000)
-    .describe(
-      'how long connect() waits for Redis to first answer before failing; later outages are waited out',
-    ),
+  connectTimeoutMs: ConnectTimeoutSchema,
   leaseMs: z
     .number()
     .int()

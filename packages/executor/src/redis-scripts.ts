@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { z } from 'zod';
 import { ExecutorError } from './errors.js';
 
 /** Key names under one prefix (several deployments or test runs can share a Redis). */
@@ -127,6 +128,14 @@ for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
   end
 end
 return removed`;
+
+/** The first-connect limit of clients and workers alike (the `connectTimeoutMs` config field). */
+export const ConnectTimeoutSchema = z
+  .number()
+  .int()
+  .positive()
+  .default(5_000)
+  .describe('how long to wait for Redis to first answer before failing; later outages are waited out');
 
 /** A connection that waits (and reconnects) through Redis restarts instead of failing commands. */
 export function connectRedis(url: string, extra: RedisOptions = {}): Redis {

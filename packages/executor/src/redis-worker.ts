@@ -7,6 +7,7 @@ import { EmbeddedPool } from './embedded-pool.js';
 import { ExecutorError } from './errors.js';
 import {
   COMPLETE,
+  ConnectTimeoutSchema,
   connectRedis,
   fields,
   firstAnswer,
@@ -53,14 +54,7 @@ export const WorkerSchema = z.object({
     .describe(
       'a consumer (worker) silent this long with no job pending is removed from the group; default 2 x visibilityMs',
     ),
-  connectTimeoutMs: z
-    .number()
-    .int()
-    .positive()
-    .default(5_000)
-    .describe(
-      'how long the worker waits for Redis to first answer before failing; later outages are waited out',
-    ),
+  connectTimeoutMs: ConnectTimeoutSchema,
 });
 export type WorkerOptions = z.input<typeof WorkerSchema> & { pool?: PoolConfigInput };
 

@@ -27,6 +27,12 @@ export function spawnBin(args: string[]): ChildProcess {
   return spawnTs('src/bin.ts', args);
 }
 
+/** `agentrl-executor worker` arguments for a small worker (one lean fork server, no preload). */
+export function workerArgs(redis: string, prefix: string, concurrency: number, ...extra: string[]): string[] {
+  const pool = ['--servers', '1', '--concurrency', String(concurrency), '--preload', ''];
+  return ['worker', '--redis', redis, '--prefix', prefix, ...pool, ...extra];
+}
+
 /** Resolves with the first match of `pattern` on the process's stdout; rejects if it exits first. */
 export function waitForLine(proc: ChildProcess, pattern: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {

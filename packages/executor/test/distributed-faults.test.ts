@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { HttpExecutor } from '../src/http-client.js';
 import type { RunResult } from '../src/types.js';
-import { exitOf, spawnBin, waitForLine } from './bin-process.js';
+import { exitOf, spawnBin, waitForLine, workerArgs } from './bin-process.js';
 import { sleep } from './processes.js';
 import { freePort, OwnedRedis } from './redis-server.js';
 
@@ -37,23 +37,9 @@ describe('distributed executor under SIGKILL and an empty Redis restart', () => 
     const probe = new Redis(redis.url, { maxRetriesPerRequest: null });
     probe.on('error', () => {});
     const worker = async () => {
-      const proc = spawnBin([
-        'worker',
-        '--redis',
-        redis.url,
-        '--prefix',
-        prefix,
-        '--visibility-ms',
-        '2500',
-        '--reap-after-ms',
-        '5000',
-        '--servers',
-        '1',
-        '--concurrency',
-        '2',
-        '--preload',
-        '',
-      ]);
+      const proc = spawnBin(
+        workerArgs(redis.url, prefix, 2, '--visibility-ms', '2500', '--reap-after-ms', '5000'),
+      );
       procs.push(proc);
       const line = await waitForLine(proc, /worker (\S+) taking jobs/);
       return { proc, consumer: (/worker (\S+)/.exec(line) as RegExpExecArray)[1] as string };

@@ -6,7 +6,7 @@ import { RedisExecutor } from '../src/redis-client.js';
 import { startWorker } from '../src/redis-worker.js';
 import { serve } from '../src/serve.js';
 import type { RunResult } from '../src/types.js';
-import { exitOf, spawnBin, waitForLine } from './bin-process.js';
+import { exitOf, spawnBin, waitForLine, workerArgs } from './bin-process.js';
 import { sleep } from './processes.js';
 import { freePort, OwnedRedis, testRedis } from './redis-server.js';
 
@@ -29,21 +29,7 @@ afterAll(() => redis?.stop());
 describe('fault tolerance', () => {
   it('kill -9 of a worker mid-batch: its jobs are retaken after the visibility timeout', async () => {
     const prefix = `${redis.prefix}kill:`;
-    const victim = spawnBin([
-      'worker',
-      '--redis',
-      redis.url,
-      '--prefix',
-      prefix,
-      '--visibility-ms',
-      '1500',
-      '--servers',
-      '1',
-      '--concurrency',
-      '4',
-      '--preload',
-      '',
-    ]);
+    const victim = spawnBin(workerArgs(redis.url, prefix, 4, '--visibility-ms', '1500'));
     await waitForLine(victim, /taking jobs/);
     const client = await new RedisExecutor({ redis: redis.url, prefix, batchSize: 4, lingerMs: 1 }).connect();
     const probe = new Redis(redis.url);
