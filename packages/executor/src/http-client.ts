@@ -101,7 +101,7 @@ export class HttpExecutor implements Executor {
     const now = performance.now();
     const left = (p: Pending) => p.expiresAt - now;
     // The server gets the budget minus a margin for the way back; this client waits the margin longer.
-    const margin = (p: Pending) => Math.min(2_000, Math.max(50, left(p) / 10));
+    const margin = (p: Pending) => Math.min(2_000, Math.max(100, left(p) / 5));
     const wait = Math.max(...batch.map((p) => left(p) + margin(p)));
     try {
       const res = await request(`${this.base}/v1/run-batch`, {

@@ -279,6 +279,7 @@ export class RedisExecutor implements Executor {
       const runId = /run_id:(\w+)/.exec(info)?.[1];
       if (this.runId !== undefined && runId !== this.runId) this.lastId = '0-0'; // a new reply stream
       this.runId = runId;
+      if (this.closed) return; // close() deletes the lease after this point; do not bring it back
       const had = await this.cmd.eval(RENEW, 2, this.leaseKey, this.replyKey, this.opts.leaseMs);
       this.noteLease(had === 1);
     } catch {
@@ -353,7 +354,6 @@ export class RedisExecutor implements Executor {
     this.closed = true;
     clearInterval(this.renewal);
     await this.readLoop;
-    await this.syncing;
     await Promise.allSettled([this.cmd.del(this.replyKey, this.leaseKey)]);
     this.cmd.disconnect();
     this.reader.disconnect();

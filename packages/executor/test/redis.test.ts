@@ -228,8 +228,8 @@ describe('distributed mode (Redis streams + consumer group)', () => {
         { code: 'print(2)', timeoutMs: 200 },
       ]);
       expect(rs.map((r) => r.error?.code)).toEqual(['DEADLINE', 'DEADLINE']);
-      expect(rs[0]?.error?.message).toMatch(/no worker answered/);
-      expect(Date.now() - t0).toBeLessThan(1700 + 1000);
+      expect(rs[0]?.error?.message).toMatch(/no worker answered/); // the front end's answer, in time
+      expect(Date.now() - t0).toBeLessThan(1700 + 2000);
       expect(await probe.xlen(`${prefix}jobs`)).toBe(2); // not one resent copy per client timeout
       // A worker that comes later does not run what nobody waits for.
       worker = await startWorker({ redis: redis.url, prefix, pool });
