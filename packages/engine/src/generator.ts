@@ -2,7 +2,7 @@ import { type SamplingParams, type SamplingParamsInput, SamplingParamsSchema } f
 import { EngineError } from './errors.js';
 import type { Model } from './model.js';
 import type { CacheHandle } from './native.js';
-import { createRng, sampleToken } from './sampling.js';
+import { createRng, requestSeed, sampleToken } from './sampling.js';
 
 export interface GenerateRequest {
   /** Names the KV cache of this sequence; reuse it across turns of one trajectory. */
@@ -23,8 +23,19 @@ export interface GenerateResult {
 export interface GeneratorOptions {
   /** Needed only for stopStrings: decodes new tokens to text. */
   decode?: (ids: readonly number[]) => string;
-  /** Seed of requests that carry no seed of their own. */
+  /**
+   * Base seed of requests that carry no seed of their own: such a request draws from a stream keyed
+   * by (seed, cacheId, its token count), never by its place in the batch or the call count.
+   */
   seed?: number;
+  /**
+   * Batch-invariant generation (default true): every product runs on a panel copy of the weights
+   * (packed once per weights version, as much memory again as the matrices) with the arithmetic of
+   * the training forward, so a token's logits and logprob are bit-identical whatever other
+   * sequences share its prefill or decode step. false: small batches take the dot-product GEMM
+   * path, whose results depend on the batch size.
+   */
+  batchInvariant?: boolean;
 }
 
 interface CacheEntry {
@@ -50,12 +61,19 @@ interface Active {
  */
 export class Generator {
   private readonly caches = new Map<string, CacheEntry>();
-  private calls = 0;
+  private readonly invariant: boolean;
 
   constructor(
     readonly model: Model,
     private readonly options: GeneratorOptions = {},
-  ) {}
+  ) {
+    this.invariant = options.batchInvariant ?? true;
+  }
+
+  /** Whether this generator's results are independent of batch composition (see GeneratorOptions). */
+  get batchInvariant(): boolean {
+    return this.invariant;
+  }
 
   /** Number of live caches. */
   get cacheCount(): number {
@@ -80,7 +98,6 @@ export class Generator {
   async generate(requests: readonly GenerateRequest[]): Promise<GenerateResult[]> {
     const m = this.model;
     const V = m.shape.vocab;
-    const call = this.calls++;
     const version = m.version;
     const ids = new Set<string>();
     const active: Active[] = requests.map((req, index) => {
@@ -100,7 +117,7 @@ export class Generator {
         if (!Number.isInteger(t) || t < 0 || t >= V)
           throw new EngineError('INVALID_REQUEST', `token id ${t} is outside [0, ${V})`);
       }
-      const seed = params.seed ?? ((this.options.seed ?? 0) * 1_000_003 + call * 7919 + index) | 0;
+      const seed = params.seed ?? requestSeed(this.options.seed ?? 0, req.cacheId, req.tokenIds.length);
       return {
         index,
         entry: this.cacheFor(req.cacheId),
@@ -114,6 +131,7 @@ export class Generator {
     // Prefill: only the part of each sequence its cache does not hold yet.
     const prefilling = active.filter((a) => !a.done);
     if (prefilling.length === 0) return active.map((a) => a.out);
+    if (this.invariant) m.native.packForDecode(m.handle, version);
     const feeds = prefilling.map((a) => {
       const req = requests[a.index] as GenerateRequest;
       const e = a.entry;
@@ -186,7 +204,7 @@ export class Generator {
     const counts = Int32Array.from(feeds, (f) => f.length);
     const tokens = Int32Array.from(feeds.flat());
     const logits = new Float32Array(batch.length * m.shape.vocab);
-    m.native.extend(
+    (this.invariant ? m.native.extendInvariant : m.native.extend)(
       m.handle,
       batch.map((a) => a.entry.handle),
       tokens,

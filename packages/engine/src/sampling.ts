@@ -12,6 +12,17 @@ export function createRng(seed: number): () => number {
   };
 }
 
+/**
+ * The seed of one request's own random stream, keyed by a base seed, the request's cache id and its
+ * token count (which grows every turn): independent of the order requests arrive in or are batched.
+ */
+export function requestSeed(base: number, key: string, position: number): number {
+  let h = (0x811c9dc5 ^ base) >>> 0;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193) >>> 0;
+  h = Math.imul(h ^ position, 0x01000193) >>> 0;
+  return Math.imul(h ^ (h >>> 16), 0x45d9f3b) | 0;
+}
+
 export interface SampledToken {
   token: number;
   /**

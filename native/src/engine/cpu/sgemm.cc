@@ -25,7 +25,7 @@ namespace {
 
 constexpr int kMr = 12;
 constexpr int kNr = 32;
-constexpr int kKc = 256;
+constexpr int kKc = kSgemmKc;
 constexpr int kMc = 192;
 constexpr int kNc = 3072;
 
@@ -345,8 +345,10 @@ void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, c
   }
 }
 
-void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
-           int ldb, float beta, float* c, int ldc) {
+namespace {
+
+void SgemmThreads(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                  const float* b, int ldb, float beta, float* c, int ldc, bool small_m) {
 #if defined(AGENTRL_HAVE_OPENMP)
   const double flops = 2.0 * m * n * static_cast<double>(k);
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -367,18 +369,30 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
       if (begin < end) {
         if (split_n) {
           const float* bt = trans_b ? b + static_cast<size_t>(begin) * ldb : b + begin;
-          SgemmSerial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, bt, ldb, beta, c + begin, ldc);
+          SgemmSerial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, bt, ldb, beta, c + begin, ldc, small_m);
         } else {
           const float* at = trans_a ? a + begin : a + static_cast<size_t>(begin) * lda;
           SgemmSerial(trans_a, trans_b, end - begin, n, k, alpha, at, lda, b, ldb, beta,
-                      c + static_cast<size_t>(begin) * ldc, ldc, m <= kSmallM);
+                      c + static_cast<size_t>(begin) * ldc, ldc, small_m && m <= kSmallM);
         }
       }
     }
     return;
   }
 #endif
-  SgemmSerial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  SgemmSerial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, small_m);
+}
+
+}  // namespace
+
+void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+           int ldb, float beta, float* c, int ldc) {
+  SgemmThreads(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, false);
+}
+
+void SgemmSmallM(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc) {
+  SgemmThreads(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true);
 }
 
 }  // namespace agentrl::engine::cpu
