@@ -33,7 +33,19 @@ export interface SampledToken {
   logprob: number;
 }
 
-/** Draws one token from one row of logits under temperature / top-k / top-p. */
+// Scratch reused across calls: a 151K vocabulary would otherwise allocate 1.2 MB per token.
+let probsScratch = new Float64Array(0);
+let valuesScratch = new Float64Array(0);
+
+/**
+ * Draws one token from one row of logits under temperature / top-k / top-p.
+ *
+ * Candidates are ordered by descending probability (ties by ascending id), cut to the first top-k,
+ * then to the shortest prefix whose cumulative probability reaches top-p; one uniform draw picks
+ * from the kept prefix in that order. The work is linear in the vocabulary plus a numeric sort of
+ * the kept prefix's probabilities only (found by thresholds, see keptPrefix): the same token and
+ * logprob as sorting the whole vocabulary (sampleTokenReference), for every draw.
+ */
 export function sampleToken(
   logits: Float32Array,
   params: Pick<SamplingParams, 'temperature' | 'topK' | 'topP'>,
@@ -51,7 +63,8 @@ export function sampleToken(
     }
   }
   const scaled = max / temperature;
-  const probs = new Float64Array(V);
+  if (probsScratch.length < V) probsScratch = new Float64Array(V);
+  const probs = probsScratch;
   let sum = 0;
   for (let i = 0; i < V; i++) {
     const p = Math.exp((logits[i] ?? 0) / temperature - scaled);
@@ -71,29 +84,79 @@ export function sampleToken(
     }
     return { token: argmax, logprob: logprobOf(argmax) };
   }
-  // Candidates by descending probability (ties by id), cut by top-k then by cumulative top-p mass.
-  const order = Array.from({ length: V }, (_, i) => i).sort(
-    (a, b) => (probs[b] ?? 0) - (probs[a] ?? 0) || a - b,
-  );
-  let kept = Math.min(topK, V);
-  if (params.topP < 1) {
-    let mass = 0;
-    for (let i = 0; i < kept; i++) {
-      mass += (probs[order[i] ?? 0] ?? 0) / sum;
-      if (mass >= params.topP) {
-        kept = i + 1;
-        break;
-      }
+  const { values, kept } = keptPrefix(probs, V, sum, topK, params.topP);
+  let keptSum = 0;
+  for (let i = 0; i < kept; i++) keptSum += values[i] ?? 0;
+  let r = random() * keptSum;
+  let at = kept - 1;
+  for (let i = 0; i < kept; i++) {
+    r -= values[i] ?? 0;
+    if (r <= 0) {
+      at = i;
+      break;
     }
   }
-  let keptSum = 0;
-  for (let i = 0; i < kept; i++) keptSum += probs[order[i] ?? 0] ?? 0;
-  let r = random() * keptSum;
-  for (let i = 0; i < kept; i++) {
-    const t = order[i] ?? 0;
-    r -= probs[t] ?? 0;
-    if (r <= 0) return { token: t, logprob: logprobOf(t) };
+  const token = tokenAtRank(probs, V, values, at);
+  return { token, logprob: logprobOf(token) };
+}
+
+/**
+ * The probabilities of the kept prefix of the descending order, largest first, and its length.
+ * The set {i : p_i >= tau} is always a prefix of that order (ties included), so for falling
+ * thresholds tau its values are collected and sorted until the top-k / top-p cut falls inside it;
+ * cumulative sums then run over exactly the sequence of values the full sort would give.
+ */
+function keptPrefix(
+  probs: Float64Array,
+  V: number,
+  sum: number,
+  topK: number,
+  topP: number,
+): { values: Float64Array; kept: number } {
+  if (valuesScratch.length < V) valuesScratch = new Float64Array(V);
+  const limit = Math.min(topK, V);
+  // probs are exp(z - max): the largest is exactly 1.
+  for (const tau of [2 ** -6, 2 ** -12, 2 ** -20, 2 ** -30, 0]) {
+    let n = 0;
+    let mass = 0;
+    for (let i = 0; i < V; i++) {
+      const p = probs[i] ?? 0;
+      if (p >= tau) {
+        valuesScratch[n++] = p;
+        mass += p;
+      }
+    }
+    // Not enough candidates or mass yet (with slack for rounding): a lower threshold is needed.
+    if (tau > 0 && n < limit && (topP >= 1 || mass < topP * sum * (1 - 1e-9))) continue;
+    const values = valuesScratch.subarray(0, n).sort().reverse();
+    let kept = -1;
+    if (topP < 1) {
+      let cum = 0;
+      const upto = Math.min(limit, n);
+      for (let i = 0; i < upto; i++) {
+        cum += (values[i] ?? 0) / sum;
+        if (cum >= topP) {
+          kept = i + 1;
+          break;
+        }
+      }
+    }
+    if (kept < 0 && n >= limit) kept = limit;
+    if (kept > 0) return { values, kept };
   }
-  const last = order[kept - 1] ?? argmax;
-  return { token: last, logprob: logprobOf(last) };
+  throw new Error('sampleToken: unreachable, the last threshold keeps the whole vocabulary');
+}
+
+/** The id at position `at` of the descending order: the j-th smallest id among equal probabilities. */
+function tokenAtRank(probs: Float64Array, V: number, values: Float64Array, at: number): number {
+  const p = values[at] ?? 0;
+  let rank = 0;
+  while (rank < at && values[at - rank - 1] === p) rank++;
+  for (let i = 0; i < V; i++) {
+    if (probs[i] === p) {
+      if (rank === 0) return i;
+      rank--;
+    }
+  }
+  return 0;
 }

@@ -183,8 +183,9 @@ void PanelGemm(int m, int n, int k, const float* a, int lda, const float* w, con
   const int total = (n + kPanelWidth - 1) / kPanelWidth;
 #if defined(AGENTRL_HAVE_OPENMP)
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  // Decode reads the whole weight per step: worth a second thread once it is past ~256 KiB.
-  if (threads > 1 && static_cast<double>(n) * k >= 65536) {
+  // The rule of Sgemm: below ~20 MFLOP a parallel region costs more than it saves on a machine whose
+  // other cores are busy (a woken thread may wait a whole time slice for its core).
+  if (threads > 1 && 2.0 * m * n * static_cast<double>(k) > 2e7) {
 #pragma omp parallel num_threads(threads)
     {
       const int t = omp_get_thread_num();
