@@ -102,9 +102,10 @@ export function sampleToken(
 
 /**
  * The probabilities of the kept prefix of the descending order, largest first, and its length.
- * The set {i : p_i >= tau} is always a prefix of that order (ties included), so for falling
- * thresholds tau its values are collected and sorted until the top-k / top-p cut falls inside it;
- * cumulative sums then run over exactly the sequence of values the full sort would give.
+ * The set {i : p_i >= tau} is always a prefix of that order (ties included). A threshold is lowered
+ * until that set holds enough candidates (top-k) or mass (top-p), then raised again by bisection
+ * while it still does, so only a little more than the kept prefix is sorted; the cumulative sums
+ * then run over exactly the sequence of values the full sort would give.
  */
 function keptPrefix(
   probs: Float64Array,
@@ -115,8 +116,7 @@ function keptPrefix(
 ): { values: Float64Array; kept: number } {
   if (valuesScratch.length < V) valuesScratch = new Float64Array(V);
   const limit = Math.min(topK, V);
-  // probs are exp(z - max): the largest is exactly 1.
-  for (const tau of [2 ** -6, 2 ** -12, 2 ** -20, 2 ** -30, 0]) {
+  const collect = (tau: number) => {
     let n = 0;
     let mass = 0;
     for (let i = 0; i < V; i++) {
@@ -126,13 +126,39 @@ function keptPrefix(
         mass += p;
       }
     }
-    // Not enough candidates or mass yet (with slack for rounding): a lower threshold is needed.
-    if (tau > 0 && n < limit && (topP >= 1 || mass < topP * sum * (1 - 1e-9))) continue;
-    const values = valuesScratch.subarray(0, n).sort().reverse();
+    return { n, mass };
+  };
+  // Enough candidates or mass (with slack for rounding) for the cut to fall inside the set.
+  const enough = (c: { n: number; mass: number }) =>
+    c.n >= limit || (topP < 1 && c.mass >= topP * sum * (1 - 1e-9));
+  // probs are exp(z - max): the largest is exactly 1.
+  let high = 1; // a threshold known not to be enough (or 1)
+  for (const tau of [2 ** -6, 2 ** -12, 2 ** -20, 2 ** -30, 0]) {
+    let c = collect(tau);
+    if (tau > 0 && !enough(c)) {
+      high = tau;
+      continue;
+    }
+    let chosen = tau;
+    let last = tau;
+    // Narrow [chosen, high) geometrically while the candidate set is much larger than needed.
+    for (let step = 0; step < 24 && c.n > 64 && chosen > 0; step++) {
+      const mid = Math.sqrt(chosen * high);
+      const m = collect(mid);
+      last = mid;
+      if (enough(m)) {
+        const shrank = m.n < 0.8 * c.n;
+        chosen = mid;
+        c = m;
+        if (!shrank) break; // a flat stretch: the kept prefix itself is large, stop scanning
+      } else high = mid;
+    }
+    if (last !== chosen) c = collect(chosen); // the scratch holds the last set collected
+    const values = valuesScratch.subarray(0, c.n).sort().reverse();
     let kept = -1;
     if (topP < 1) {
       let cum = 0;
-      const upto = Math.min(limit, n);
+      const upto = Math.min(limit, c.n);
       for (let i = 0; i < upto; i++) {
         cum += (values[i] ?? 0) / sum;
         if (cum >= topP) {
@@ -141,8 +167,9 @@ function keptPrefix(
         }
       }
     }
-    if (kept < 0 && n >= limit) kept = limit;
+    if (kept < 0 && c.n >= limit) kept = limit;
     if (kept > 0) return { values, kept };
+    high = chosen; // the slack let a set through that the exact sums do not cut inside: go lower
   }
   throw new Error('sampleToken: unreachable, the last threshold keeps the whole vocabulary');
 }
