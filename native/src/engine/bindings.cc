@@ -185,13 +185,13 @@ Napi::Value Extend(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// extendInvariant(model, caches, tokenIds, counts, logits): Extend on the panel copy of the weights
-// (packForDecode first). Checks every argument itself, since a wrong length here would write past
+// extendInvariant(model, caches, tokenIds, counts, logits[, hidden]): Extend on the panel copy of the
+// weights (packForDecode first); `hidden` receives each row's final-normed hidden state. Checks every argument itself, since a wrong length here would write past
 // the logits or read past the tokens.
 Napi::Value ExtendInvariant(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() != 5 || !info[1].IsArray())
-    throw Napi::TypeError::New(env, "engine: extendInvariant(model, caches[], tokenIds, counts, logits)");
+  if ((info.Length() != 5 && info.Length() != 6) || !info[1].IsArray())
+    throw Napi::TypeError::New(env, "engine: extendInvariant(model, caches[], tokenIds, counts, logits[, hidden])");
   ModelPtr& m = GetModel(info[0]);
   Napi::Array arr = info[1].As<Napi::Array>();
   std::vector<KvCache*> caches(arr.Length());
@@ -220,7 +220,15 @@ Napi::Value ExtendInvariant(const Napi::CallbackInfo& info) {
     if (tokens[t] < 0 || tokens[t] >= vocab) throw Napi::RangeError::New(env, "engine: token id outside the vocabulary");
   if (out.ElementLength() != caches.size() * static_cast<size_t>(vocab))
     throw Napi::RangeError::New(env, "engine: extendInvariant logits must hold caches.length * vocab floats");
-  m->Extend(caches, tokens.Data(), counts.Data(), out.Data(), true);
+  float* hidden = nullptr;
+  if (info.Length() == 6 && !info[5].IsUndefined()) {
+    auto h = Typed<float>(info[5], "hidden");
+    if (h.TypedArrayType() != napi_float32_array ||
+        h.ElementLength() != caches.size() * static_cast<size_t>(m->config().hidden))
+      throw Napi::RangeError::New(env, "engine: extendInvariant hidden must be a Float32Array of caches.length * hidden");
+    hidden = h.Data();
+  }
+  m->Extend(caches, tokens.Data(), counts.Data(), out.Data(), true, hidden);
   return env.Undefined();
 }
 

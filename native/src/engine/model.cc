@@ -515,7 +515,7 @@ std::unique_ptr<KvCache> Model::NewCache() const {
 }
 
 void Model::Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, const int32_t* counts, float* logits,
-                   bool invariant) {
+                   bool invariant, float* hidden_out) {
   if (invariant && panels_version_ < 0) throw std::logic_error("engine: invariant extend before PackForDecode");
   struct ModeScope {
     LinearMode& mode;
@@ -585,6 +585,7 @@ void Model::Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, c
   }
   cpu::RmsNormForward(last.data(), params_.data() + norm_off_, normed.data(), r.data(), batch, h, c.eps);
   Linear(Lm(params_.data()), batch, c.vocab, h, normed.data(), false, logits);
+  if (hidden_out) std::memcpy(hidden_out, normed.data(), static_cast<size_t>(batch) * h * sizeof(float));
 }
 
 }  // namespace agentrl::engine

@@ -107,8 +107,9 @@ class Model {
   // cpu/panel_gemm.h): a token's logits are then bit-identical whatever else shares the call, and
   // equal to the training forward's. Without it, small batches take the faster-to-write but
   // batch-dependent dot-product GEMM path.
+  // `hidden_out` (optional, [B, H]) receives the final-normed hidden state the logits came from.
   void Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, const int32_t* counts, float* logits,
-              bool invariant = false);
+              bool invariant = false, float* hidden_out = nullptr);
   // Packs every matrix into the panel layout of invariant Extend unless the copy already holds
   // weights version `version` (the caller's count of weight changes). Returns whether it packed.
   bool PackForDecode(int64_t version);

@@ -21,6 +21,7 @@ export {
   type GenerateResult,
   Generator,
   type GeneratorOptions,
+  type LogprobScorer,
 } from './generator.js';
 export {
   type CreateModelOptions,
@@ -42,7 +43,7 @@ export {
   type OptimizerState,
   type StepResult,
 } from './optimizer.js';
-export { createRng, type SampledToken, sampleToken } from './sampling.js';
+export { createRng, requestSeed, type SampledToken, sampleToken } from './sampling.js';
 export {
   CharTokenizer,
   type CharTokenizerOptions,

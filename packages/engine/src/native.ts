@@ -62,6 +62,7 @@ export interface EngineBinding {
     tokens: Int32Array,
     counts: Int32Array,
     logits: Float32Array,
+    hidden?: Float32Array,
   ): void;
   /** (Re)packs the panel copy of the weights unless it holds this weights version; true if it packed. */
   packForDecode(handle: ModelHandle, weightsVersion: number): boolean;

@@ -45,6 +45,22 @@ async function targetAmong(model: Model, count: number, batchInvariant: boolean,
 }
 
 describe('batch-invariant generation', () => {
+  it('scoreLogprobs replaces each recorded logprob by its value on the same hidden state', async () => {
+    const seen: number[] = [];
+    const [o] = await createGenerator(model, {
+      scoreLogprobs: ({ hidden, targets, temperature }) => {
+        expect(hidden).toHaveLength(targets.length * 48);
+        expect(temperature).toBe(1);
+        return Array.from(targets, (t) => {
+          seen.push(t);
+          return -t;
+        });
+      },
+    }).generate([target]);
+    expect(seen).toEqual(o?.tokenIds);
+    expect(o?.logprobs).toEqual(o?.tokenIds.map((t) => -t));
+  });
+
   const model = createModel(config, { seed: 21 });
 
   it('one sequence alone and inside batches of 1..64 others gives bit-identical tokens and logprobs', async () => {
@@ -147,5 +163,11 @@ describe('batch-invariant generation', () => {
       native.extendInvariant(model.handle, [cache], Int32Array.of(V), Int32Array.of(1), new Float32Array(V)),
     ).toThrow(/vocabulary/);
     expect(() => native.packForDecode(model.handle, -1)).toThrow(/non-negative integer/);
+    expect(() =>
+      createGenerator(model, {
+        batchInvariant: false,
+        scoreLogprobs: ({ targets }) => new Float32Array(targets.length),
+      }),
+    ).toThrow(/needs batchInvariant/);
   });
 });
