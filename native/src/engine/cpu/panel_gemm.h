@@ -25,8 +25,8 @@ size_t PanelFloats(int n, int k);
 void PackPanels(const float* w, int n, int k, float* dst);
 
 // C[m, n] = A[m, k] W^T + (accumulate ? C : 0): `w` is W [n, k] itself and `panels` its PackPanels
-// copy. Up to 64 rows run on the panels (no packing per call: decode and short prefills), more on
-// the packed SGEMM. Splits panels between the OpenMP threads when the weight is large enough; the
+// copy. Rows run on the panels (no packing per call), except above 64 rows where the AVX-512 packed
+// SGEMM is compiled (faster there for long prefills). Splits panels between the OpenMP threads when the weight is large enough; the
 // result is the same for any thread count.
 void PanelGemm(int m, int n, int k, const float* a, int lda, const float* w, const float* panels, bool accumulate,
                float* c, int ldc);
