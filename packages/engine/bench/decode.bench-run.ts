@@ -2,30 +2,17 @@
 // bench/decode.bench-run.ts): decode and prefill of the 100M Llama-shaped model on 2 threads, with
 // batch invariance on and off in the same run, the weight bytes read per second against the
 // machine's copy bandwidth, and the sampler over a 151,936-token vocabulary before/after.
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { it } from 'vitest';
-import type { ModelConfigInput } from '../src/config.js';
-import { createGenerator } from '../src/generator.js';
 import { createModel, type Model } from '../src/model.js';
 import { engineBinding, setEngineThreads } from '../src/native.js';
 import { createRng, sampleToken } from '../src/sampling.js';
 import { sampleTokenReference } from '../src/sampling-reference.js';
-
-const LLAMA_100M: ModelConfigInput = {
-  architectures: ['LlamaForCausalLM'],
-  vocab_size: 32000,
-  hidden_size: 768,
-  intermediate_size: 2048,
-  num_hidden_layers: 12,
-  num_attention_heads: 12,
-  num_key_value_heads: 4,
-  head_dim: 64,
-  tie_word_embeddings: true,
-  max_position_embeddings: 2048,
-};
+import { decodeRun, LLAMA_100M } from './decode-run.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const now = () => performance.now() / 1000;
@@ -38,36 +25,40 @@ function weightBytesPerStep(model: Model): number {
   return 4 * (s.layers * perLayer + s.vocab * s.hidden);
 }
 
-async function decodeRun(model: Model, batch: number, newTokens: number, batchInvariant: boolean) {
-  const gen = createGenerator(model, { batchInvariant });
-  const prompts = Array.from({ length: batch }, (_, i) =>
-    Array.from({ length: 32 }, (_, t) => (i * 31 + t * 3) % model.shape.vocab),
-  );
-  let t0 = now();
-  const first = await gen.generate(
-    prompts.map((tokenIds, i) => ({
-      cacheId: `r${i}`,
-      tokenIds,
-      params: { temperature: 1, maxNewTokens: 1, seed: i },
-    })),
-  );
-  const prefill = now() - t0;
-  t0 = now();
-  const out = await gen.generate(
-    prompts.map((p, i) => ({
-      cacheId: `r${i}`,
-      tokenIds: [...p, ...(first[i]?.tokenIds ?? [])],
-      params: { temperature: 1, maxNewTokens: newTokens, seed: i, stopTokenIds: [] },
-    })),
-  );
-  const decode = now() - t0;
-  const produced = out.reduce((n, o) => n + o.tokenIds.length, 0);
-  return {
-    decodeTokensPerS: produced / decode,
-    prefillTokensPerS: (32 * batch) / prefill,
-    steps: newTokens,
-    decode,
-  };
+/**
+ * llama.cpp beside the engine when AGENTRL_LLAMA_CPP names llama-bench and AGENTRL_LLAMA_GGUF an
+ * fp32 GGUF of the same 100M shape: its batch-1 decode (tg) and prefill (pp) tokens/s on 2 threads
+ * with an fp32 KV cache, from `llama-bench -o json` (fields n_prompt, n_gen, avg_ts).
+ */
+function llamaCpp(newTokens: number): { decode_tokens_per_s: number; prefill_tokens_per_s: number } | null {
+  const bin = process.env.AGENTRL_LLAMA_CPP;
+  const gguf = process.env.AGENTRL_LLAMA_GGUF;
+  if (!bin || !gguf) return null;
+  const args = [
+    '-m',
+    gguf,
+    '-t',
+    '2',
+    '-p',
+    '32',
+    '-n',
+    String(newTokens),
+    '-ctk',
+    'f32',
+    '-ctv',
+    'f32',
+    '-r',
+    '3',
+    '-o',
+    'json',
+  ];
+  const r = spawnSync(bin, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
+  if (r.status !== 0)
+    throw new Error(`llama-bench ${args.join(' ')} failed (${r.status}): ${r.stderr.slice(-500)}`);
+  const rows = JSON.parse(r.stdout) as Array<{ n_prompt: number; n_gen: number; avg_ts: number }>;
+  const tg = rows.find((x) => x.n_gen > 0 && x.n_prompt === 0);
+  const pp = rows.find((x) => x.n_prompt > 0 && x.n_gen === 0);
+  return { decode_tokens_per_s: tg?.avg_ts ?? Number.NaN, prefill_tokens_per_s: pp?.avg_ts ?? Number.NaN };
 }
 
 it('decode benchmark', async () => {
@@ -115,6 +106,18 @@ it('decode benchmark', async () => {
       `  batch invariance costs ${(100 * (1 - inv.decode_tokens_per_s / def.decode_tokens_per_s)).toFixed(0)}% of decode throughput at batch ${batch} (negative: it is faster)`,
     );
   }
+  const llama = llamaCpp(newTokens);
+  if (llama) {
+    results.llama_cpp_100M_batch1 = llama;
+    const ours = results.decode_100M_batch1_invariant as { decode_tokens_per_s: number };
+    console.log(
+      `llama.cpp batch 1: decode ${llama.decode_tokens_per_s.toFixed(1)} tokens/s (engine, invariant: ${(ours.decode_tokens_per_s / llama.decode_tokens_per_s).toFixed(2)}x), prefill ${llama.prefill_tokens_per_s.toFixed(0)} tokens/s`,
+    );
+  } else {
+    console.log(
+      'llama.cpp: not run (set AGENTRL_LLAMA_CPP=path/to/llama-bench and AGENTRL_LLAMA_GGUF=an fp32 GGUF of this shape)',
+    );
+  }
   const copy = Math.max(...copies);
   console.log(
     `copy bandwidth (read + write, ${threads} threads): best ${copy.toFixed(1)} GB/s, median ${median(copies).toFixed(1)} of ${copies.length}; decode reads ${(bytes / 1e6).toFixed(0)} MB of weights per step`,
@@ -132,17 +135,23 @@ it('decode benchmark', async () => {
     { temperature: 0.7, topK: 50, topP: 1 },
     { temperature: 1, topK: 0, topP: 1 },
   ]) {
-    const time = (f: typeof sampleToken) => {
-      const t: number[] = [];
+    // Reference and fast path alternate on each row (the machine is shared), 3 rounds, medians.
+    const times = { reference: [] as number[], fast: [] as number[] };
+    for (let round = 0; round < (quick ? 1 : 3); round++) {
       for (const row of rows) {
-        const t0 = now();
-        f(row, params, () => 0.5);
-        t.push(now() - t0);
+        for (const [name, f] of [
+          ['reference', sampleTokenReference],
+          ['fast', sampleToken],
+        ] as const) {
+          const t0 = now();
+          f(row, params, () => 0.5);
+          times[name].push(now() - t0);
+        }
       }
-      return 1000 * median(t);
-    };
+    }
+    const time = (name: 'reference' | 'fast') => 1000 * median(times[name]);
     const key = `T${params.temperature}_k${params.topK}_p${params.topP}`;
-    sampling[key] = { reference_ms: time(sampleTokenReference), fast_ms: time(sampleToken) };
+    sampling[key] = { reference_ms: time('reference'), fast_ms: time('fast') };
     console.log(
       `sample one token, V = ${V}, ${key}: full sort ${sampling[key].reference_ms.toFixed(1)} ms, kept prefix ${sampling[key].fast_ms.toFixed(1)} ms`,
     );

@@ -1,5 +1,5 @@
 import type { SamplingParams } from '@agentrl/protocol';
-import type { SampledToken } from './sampling.js';
+import { drawInIdOrder, type SampledToken, temperedProbs } from './sampling.js';
 
 /**
  * The plain reference of sampleToken: the same distribution, computed by sorting the whole
@@ -11,36 +11,13 @@ export function sampleTokenReference(
   random: () => number,
 ): SampledToken {
   const V = logits.length;
-  const temperature = params.temperature > 0 ? params.temperature : 1;
-  let max = Number.NEGATIVE_INFINITY;
-  let argmax = 0;
-  for (let i = 0; i < V; i++) {
-    const z = logits[i] ?? 0;
-    if (z > max) {
-      max = z;
-      argmax = i;
-    }
-  }
-  const scaled = max / temperature;
   const probs = new Float64Array(V);
-  let sum = 0;
-  for (let i = 0; i < V; i++) {
-    const p = Math.exp((logits[i] ?? 0) / temperature - scaled);
-    probs[i] = p;
-    sum += p;
-  }
-  const logZ = scaled + Math.log(sum);
-  const logprobOf = (t: number) => (logits[t] ?? 0) / temperature - logZ;
+  const { sum, argmax, logprobOf } = temperedProbs(logits, params.temperature, probs);
   if (params.temperature === 0) return { token: argmax, logprob: logprobOf(argmax) };
   const topK = params.topK > 0 && params.topK < V ? params.topK : V;
   if (topK === V && params.topP >= 1) {
-    // No cut: the draw walks the vocabulary in id order.
-    let r = random() * sum;
-    for (let i = 0; i < V; i++) {
-      r -= probs[i] ?? 0;
-      if (r <= 0) return { token: i, logprob: logprobOf(i) };
-    }
-    return { token: argmax, logprob: logprobOf(argmax) };
+    const token = drawInIdOrder(probs, V, sum, argmax, random);
+    return { token, logprob: logprobOf(token) };
   }
   const order = Array.from({ length: V }, (_, i) => i).sort(
     (a, b) => (probs[b] ?? 0) - (probs[a] ?? 0) || a - b,

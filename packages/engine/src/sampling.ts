@@ -33,6 +33,54 @@ export interface SampledToken {
   logprob: number;
 }
 
+/**
+ * probs[i] = exp(z_i / T - max / T) in float64 (the largest is exactly 1), their sum, the argmax
+ * and the log-softmax of softmax(z / T) (T = 1 when temperature is 0). Shared by sampleToken and
+ * its reference so both draw from the same numbers.
+ */
+export function temperedProbs(
+  logits: Float32Array,
+  temperature: number,
+  probs: Float64Array,
+): { sum: number; argmax: number; logprobOf: (token: number) => number } {
+  const V = logits.length;
+  const t = temperature > 0 ? temperature : 1;
+  let max = Number.NEGATIVE_INFINITY;
+  let argmax = 0;
+  for (let i = 0; i < V; i++) {
+    const z = logits[i] ?? 0;
+    if (z > max) {
+      max = z;
+      argmax = i;
+    }
+  }
+  const scaled = max / t;
+  let sum = 0;
+  for (let i = 0; i < V; i++) {
+    const p = Math.exp((logits[i] ?? 0) / t - scaled);
+    probs[i] = p;
+    sum += p;
+  }
+  const logZ = scaled + Math.log(sum);
+  return { sum, argmax, logprobOf: (token) => (logits[token] ?? 0) / t - logZ };
+}
+
+/** No top-k / top-p cut: one draw walks the whole vocabulary in id order. */
+export function drawInIdOrder(
+  probs: Float64Array,
+  V: number,
+  sum: number,
+  argmax: number,
+  random: () => number,
+) {
+  let r = random() * sum;
+  for (let i = 0; i < V; i++) {
+    r -= probs[i] ?? 0;
+    if (r <= 0) return i;
+  }
+  return argmax;
+}
+
 // Scratch reused across calls: a 151K vocabulary would otherwise allocate 1.2 MB per token.
 let probsScratch = new Float64Array(0);
 let valuesScratch = new Float64Array(0);
@@ -52,37 +100,15 @@ export function sampleToken(
   random: () => number,
 ): SampledToken {
   const V = logits.length;
-  const temperature = params.temperature > 0 ? params.temperature : 1;
-  let max = Number.NEGATIVE_INFINITY;
-  let argmax = 0;
-  for (let i = 0; i < V; i++) {
-    const z = logits[i] ?? 0;
-    if (z > max) {
-      max = z;
-      argmax = i;
-    }
-  }
-  const scaled = max / temperature;
   if (probsScratch.length < V) probsScratch = new Float64Array(V);
   const probs = probsScratch;
-  let sum = 0;
-  for (let i = 0; i < V; i++) {
-    const p = Math.exp((logits[i] ?? 0) / temperature - scaled);
-    probs[i] = p;
-    sum += p;
-  }
-  const logZ = scaled + Math.log(sum);
-  const logprobOf = (t: number) => (logits[t] ?? 0) / temperature - logZ;
+  const { sum, argmax, logprobOf } = temperedProbs(logits, params.temperature, probs);
   if (params.temperature === 0) return { token: argmax, logprob: logprobOf(argmax) };
 
   const topK = params.topK > 0 && params.topK < V ? params.topK : V;
   if (topK === V && params.topP >= 1) {
-    let r = random() * sum;
-    for (let i = 0; i < V; i++) {
-      r -= probs[i] ?? 0;
-      if (r <= 0) return { token: i, logprob: logprobOf(i) };
-    }
-    return { token: argmax, logprob: logprobOf(argmax) };
+    const token = drawInIdOrder(probs, V, sum, argmax, random);
+    return { token, logprob: logprobOf(token) };
   }
   const { values, kept } = keptPrefix(probs, V, sum, topK, params.topP);
   let keptSum = 0;
