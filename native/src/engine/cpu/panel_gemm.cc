@@ -124,9 +124,9 @@ void PartialPanel(int m, int n, int k, const float* a, int lda, const float* pan
   }
 }
 
-// Whole panels [p0, p1) for all m rows: panels outer (a panel group stays in cache over the rows).
-void PanelRange(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, bool accumulate, float* c,
-                int ldc) {
+// Whole panels [p0, p1) for m <= 64 rows: panels outer (a panel group stays in cache over the rows).
+void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, bool accumulate,
+                    float* c, int ldc) {
   const int np = m == 1 ? 4 : m == 2 ? 2 : 1;
   int p = p0;
   for (; np > 1 && p + np <= p1; p += np) {
@@ -148,6 +148,15 @@ void PanelRange(int m, int k, const float* a, int lda, const float* panels, int 
       case 1: Rows<1, 1>(k, ai, lda, panels, p, accumulate, ci, ldc); break;
       default: break;
     }
+  }
+}
+
+// Rows in chunks of 64, so the chunk of A (64 x k) stays in L2 while every panel passes over it.
+void PanelRange(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, bool accumulate, float* c,
+                int ldc) {
+  for (int i0 = 0; i0 < m; i0 += 64) {
+    PanelRangeRows(std::min(64, m - i0), k, a + static_cast<size_t>(i0) * lda, lda, panels, p0, p1, accumulate,
+                   c + static_cast<size_t>(i0) * ldc, ldc);
   }
 }
 

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 #if defined(AGENTRL_HAVE_OPENMP)
@@ -208,6 +208,32 @@ void MicroKernel(int kc, const float* a, const float* b, float* c, int ldc, int 
   for (int r = 0; r < kMr; ++r) {
     _mm512_store_ps(tile + r * kNr, acc[r][0]);
     _mm512_store_ps(tile + r * kNr + 16, acc[r][1]);
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
+  // Four 6 x 16 sub-tiles, each with its 12 accumulators in registers over the whole k-block: the
+  // same FMA chain per element as the AVX-512 kernel and the portable loop below.
+  alignas(32) float tile[kMr * kNr];
+  for (int r0 = 0; r0 < kMr; r0 += 6) {
+    for (int c0 = 0; c0 < kNr; c0 += 16) {
+      __m256 acc[6][2];
+      for (int r = 0; r < 6; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+      const float* ap = a + r0;
+      const float* bp = b + c0;
+      for (int k = 0; k < kc; ++k) {
+        const __m256 b0 = _mm256_loadu_ps(bp + k * kNr);
+        const __m256 b1 = _mm256_loadu_ps(bp + k * kNr + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < 6; ++r) {
+          const __m256 av = _mm256_broadcast_ss(ap + k * kMr + r);
+          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+        }
+      }
+      for (int r = 0; r < 6; ++r) {
+        _mm256_store_ps(tile + (r0 + r) * kNr + c0, acc[r][0]);
+        _mm256_store_ps(tile + (r0 + r) * kNr + c0 + 8, acc[r][1]);
+      }
+    }
   }
 #else
   float tile[kMr * kNr] = {0};
