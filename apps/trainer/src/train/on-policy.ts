@@ -5,7 +5,9 @@ import { fusedLinearPolicyLoss } from '@agentrl/kernels';
  * The rollout's logprob scorer for the in-process engine: the fused-linear kernel the policy loss
  * runs, applied to the sampler's own final hidden states. With batch-invariant generation those
  * hidden states are bit-identical to the training forward's, so the recorded logprobs equal the
- * ones policyStep recomputes (rolloutTrainLogprobMaxAbsDiff = 0: truly on-policy).
+ * ones policyStep recomputes (rolloutTrainLogprobMaxAbsDiff = 0: truly on-policy), except for the
+ * last <= 3 rows of a micro-batch, which the kernel's logits GEMM sums on its leftover-row loop (up
+ * to 1 float32 ulp; the fix belongs in the kernel).
  */
 export function createTrainerLogprobScorer(model: Model): LogprobScorer {
   const H = model.shape.hidden;
