@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import { createGenerator, type GenerateRequest } from '../src/generator.js';
 import { createModel, type Model } from '../src/model.js';
+import { setEngineThreads } from '../src/native.js';
 import { tinyConfig } from './helpers.js';
 
 // K = 300 > 256 (two k-blocks in the down projection), widths that are not whole 16-column panels
@@ -134,6 +135,26 @@ describe('batch-invariant generation', () => {
       const packed = model.forwardLogits(packSequences([...rest.slice(0, 1), seq, ...rest.slice(1)]));
       const start = (rest[0]?.length ?? 0) * V;
       expect(sameFloats(packed.subarray(start, start + 70 * V), alone), `packed with ${count}`).toBe(true);
+    }
+  });
+
+  it('a product split between threads (a 40K-vocabulary lm_head at batch >= 2) equals the one-thread product', async () => {
+    const before = setEngineThreads(0); // 0 reads the thread count without changing it
+    setEngineThreads(2);
+    try {
+      const big = createModel({ ...config, vocab_size: 40_000, hidden_size: 128 }, { seed: 4 });
+      const one: GenerateRequest = {
+        cacheId: 'one',
+        tokenIds: [5, 6, 7],
+        params: { maxNewTokens: 4, seed: 1 },
+      };
+      const [alone] = await createGenerator(big).generate([one]);
+      const batch = [one, ...others(7)];
+      const [inBatch] = await createGenerator(big).generate(batch);
+      expect(inBatch?.tokenIds).toEqual(alone?.tokenIds);
+      expect(sameFloats(inBatch?.logprobs ?? [], alone?.logprobs ?? [])).toBe(true);
+    } finally {
+      setEngineThreads(before);
     }
   });
 
