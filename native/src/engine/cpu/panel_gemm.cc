@@ -192,6 +192,10 @@ void PackPanels(const float* w, int n, int k, float* dst) {
 void PanelGemm(int m, int n, int k, const float* a, int lda, const float* w, const float* panels, bool accumulate,
                float* c, int ldc) {
   if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int i = 0; i < m && !accumulate; ++i) std::memset(c + static_cast<size_t>(i) * ldc, 0, sizeof(float) * n);
+    return;
+  }
   if (m > kPanelMaxRows) {
     // Sgemm never takes its dot-product path: the same arithmetic, with packing amortised over m.
     Sgemm(false, true, m, n, k, 1.0f, a, lda, w, k, accumulate ? 1.0f : 0.0f, c, ldc);
