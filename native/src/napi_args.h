@@ -11,28 +11,20 @@
 
 namespace agentrl::args {
 
+// The N-API element type and JS class name of each C++ element type the entry points take.
 template <typename T>
 struct TypedArrayKind;
-template <>
-struct TypedArrayKind<float> {
-  static constexpr napi_typedarray_type kType = napi_float32_array;
-  static constexpr const char* kName = "Float32Array";
-};
-template <>
-struct TypedArrayKind<int32_t> {
-  static constexpr napi_typedarray_type kType = napi_int32_array;
-  static constexpr const char* kName = "Int32Array";
-};
-template <>
-struct TypedArrayKind<uint8_t> {
-  static constexpr napi_typedarray_type kType = napi_uint8_array;
-  static constexpr const char* kName = "Uint8Array";
-};
-template <>
-struct TypedArrayKind<uint16_t> {
-  static constexpr napi_typedarray_type kType = napi_uint16_array;
-  static constexpr const char* kName = "Uint16Array";
-};
+#define AGENTRL_TYPED_ARRAY_KIND(T, TYPE, NAME)              \
+  template <>                                                \
+  struct TypedArrayKind<T> {                                 \
+    static constexpr napi_typedarray_type kType = TYPE;      \
+    static constexpr const char* kName = NAME;               \
+  };
+AGENTRL_TYPED_ARRAY_KIND(float, napi_float32_array, "Float32Array")
+AGENTRL_TYPED_ARRAY_KIND(int32_t, napi_int32_array, "Int32Array")
+AGENTRL_TYPED_ARRAY_KIND(uint8_t, napi_uint8_array, "Uint8Array")
+AGENTRL_TYPED_ARRAY_KIND(uint16_t, napi_uint16_array, "Uint16Array")
+#undef AGENTRL_TYPED_ARRAY_KIND
 
 /** A typed array of element type T and, when `length` >= 0, exactly `length` elements. */
 template <typename E, typename T>

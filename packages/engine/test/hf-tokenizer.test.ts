@@ -93,6 +93,11 @@ describe('loadHfTokenizer: the files of a Hugging Face model directory', () => {
       'generation_config.json': JSON.stringify({ eos_token_id: 999_999 }),
     });
     await expect(loadHfTokenizer(gen)).rejects.toThrow(/eos_token_id 999999 .*outside the vocabulary/);
+    const notTokenizers = await mkdtemp(join(dir, 'n-'));
+    await writeFile(join(notTokenizers, 'tokenizer.json'), '{"version": "1.0"}');
+    await expect(loadHfTokenizer(notTokenizers)).rejects.toThrow(
+      /n-\w+\/tokenizer\.json could not be loaded: .*is it a Hugging Face tokenizers file/,
+    );
     const noEos = await scratch({ 'tokenizer_config.json': '{}' });
     await expect(loadHfTokenizer(noEos)).rejects.toThrow(/no eos_token in tokenizer_config\.json/);
   });

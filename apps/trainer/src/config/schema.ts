@@ -254,6 +254,12 @@ export const EngineConfigSchema = z
       .describe(
         "stop the run when more than this share of a step's trajectories failed in the engine (after retries)",
       ),
+    batchInvariant: z
+      .boolean()
+      .default(true)
+      .describe(
+        "in-process engine: a token's logprob does not depend on the other sequences of its decode step, and the recorded logprobs equal the trainer's (false: the batch-dependent GEMM path)",
+      ),
   })
   .describe('where rollouts are generated');
 

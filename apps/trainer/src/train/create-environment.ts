@@ -17,6 +17,7 @@ import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import type { Environment } from './environment.js';
 import { NativeTrainer } from './native-policy.js';
+import { createTrainerLogprobScorer } from './on-policy.js';
 import { probeTcp } from './probe.js';
 import { checkPython } from './python-check.js';
 import { connectRemoteEngines, syncRemoteWeights, weightsDirFor } from './remote-engines.js';
@@ -69,7 +70,11 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
     if (remote.length) {
       engines.push(...remote);
     } else {
-      const generator = createGenerator(policy!.model, { decode: (ids) => tokenizer.decode(ids) });
+      const generator = createGenerator(policy!.model, {
+        decode: (ids) => tokenizer.decode(ids),
+        batchInvariant: cfg.engine.batchInvariant,
+        ...(cfg.engine.batchInvariant ? { scoreLogprobs: createTrainerLogprobScorer(policy!.model) } : {}),
+      });
       // One batch for every live trajectory: the tiny model is bound by per-call overhead, not FLOPs.
       engines.push(createNativeAdapter({ generator, maxBatch: 1024, name: 'native' }));
     }

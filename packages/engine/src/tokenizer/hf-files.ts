@@ -59,6 +59,7 @@ export async function loadHfTokenizer(dir: string): Promise<HfTokenizer> {
     : {};
   const generationEosIds = eosIdsOf(generation.eos_token_id, genPath);
   return createHfTokenizer(json, config, {
+    tokenizerPath: path,
     source: existsSync(cfgPath) ? cfgPath : path,
     ...(chatTemplate !== undefined ? { chatTemplate } : {}),
     ...(generationEosIds ? { generationEosIds } : {}),

@@ -139,7 +139,10 @@ export function chatTemplatesOf(
 export function createHfTokenizer(
   tokenizerJSON: object,
   tokenizerConfig: object,
-  extra: Pick<HfTokenizerMeta, 'chatTemplate' | 'generationEosIds' | 'source'> = {},
+  extra: Pick<HfTokenizerMeta, 'chatTemplate' | 'generationEosIds' | 'source'> & {
+    /** path of tokenizer.json, for error messages */
+    tokenizerPath?: string;
+  } = {},
 ): HfTokenizer {
   const cfg = tokenizerConfig as Record<string, unknown>;
   const source = extra.source ?? 'tokenizer_config.json';
@@ -152,7 +155,7 @@ export function createHfTokenizer(
   } catch (err) {
     throw new EngineError(
       'TOKENIZER',
-      `${extra.source ?? 'tokenizer.json'} could not be loaded: ${(err as Error).message}; is it a Hugging Face tokenizers file (save_pretrained writes one)?`,
+      `${extra.tokenizerPath ?? 'tokenizer.json'} could not be loaded: ${(err as Error).message}; is it a Hugging Face tokenizers file (save_pretrained writes one)?`,
       { cause: err },
     );
   }
