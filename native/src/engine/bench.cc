@@ -132,11 +132,50 @@ Napi::Value GemmSeconds(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), times[times.size() / 2]);
 }
 
+// copyGBps(megabytes, reps) -> { gbps, threads }: the machine's copy bandwidth (STREAM convention:
+// bytes read + bytes written per second), each OpenMP thread copying its own slice of a buffer far
+// larger than the caches, the median of `reps` passes.
+Napi::Value CopyGBps(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
+    throw Napi::TypeError::New(env, "engine: copyGBps(megabytes, reps)");
+  const double mb = info[0].As<Napi::Number>().DoubleValue();
+  const int reps = info[1].As<Napi::Number>().Int32Value();
+  if (!(mb >= 1 && mb <= 4096) || reps < 1 || reps > 1000)
+    throw Napi::RangeError::New(env, "engine: copyGBps needs 1..4096 MB and 1..1000 reps");
+  const size_t n = static_cast<size_t>(mb * (1 << 20) / sizeof(float));
+  std::vector<float> src(n, 1.0f), dst(n, 0.0f);
+  int threads = 1;
+  std::vector<double> times;
+  for (int r = 0; r <= reps; ++r) {
+    const double t0 = Now();
+#pragma omp parallel
+    {
+#if defined(AGENTRL_HAVE_OPENMP)
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#pragma omp single
+      threads = nt;
+#else
+      const int t = 0, nt = 1;
+#endif
+      const size_t chunk = (n + nt - 1) / nt, b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+      std::copy(src.begin() + b, src.begin() + e, dst.begin() + b);
+    }
+    if (r > 0) times.push_back(Now() - t0);  // the first pass faults the pages in
+  }
+  std::sort(times.begin(), times.end());
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("gbps", 2.0 * n * sizeof(float) / times[times.size() / 2] / 1e9);
+  out.Set("threads", threads);
+  return out;
+}
+
 }  // namespace
 
 void InitEngineBench(Napi::Env env, Napi::Object exports) {
   exports.Set("peakGflops", Napi::Function::New(env, PeakGflops, "peakGflops"));
   exports.Set("gemmSeconds", Napi::Function::New(env, GemmSeconds, "gemmSeconds"));
+  exports.Set("copyGBps", Napi::Function::New(env, CopyGBps, "copyGBps"));
 }
 
 }  // namespace agentrl::engine

@@ -331,6 +331,65 @@ Napi::Value Extend(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// extendInvariant(model, caches, tokenIds, counts, logits[, hidden]): Extend on the panel copy of the
+// weights (packForDecode first); `hidden` receives each row's final-normed hidden state. Checks every argument itself, since a wrong length here would write past
+// the logits or read past the tokens.
+Napi::Value ExtendInvariant(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if ((info.Length() != 5 && info.Length() != 6) || !info[1].IsArray())
+    throw Napi::TypeError::New(env, "engine: extendInvariant(model, caches[], tokenIds, counts, logits[, hidden])");
+  ModelPtr& m = GetModel(info[0]);
+  Napi::Array arr = info[1].As<Napi::Array>();
+  std::vector<KvCache*> caches(arr.Length());
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    CacheHandle& h = GetCache(arr.Get(i));
+    if (h.model != m) throw Napi::TypeError::New(env, "engine: extendInvariant got a KV cache of another model");
+    caches[i] = h.cache.get();
+  }
+  auto tokens = Typed<int32_t>(info[2], "tokenIds");
+  auto counts = Typed<int32_t>(info[3], "counts");
+  auto out = Typed<float>(info[4], "logits");
+  if (tokens.TypedArrayType() != napi_int32_array || counts.TypedArrayType() != napi_int32_array ||
+      out.TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(env, "engine: extendInvariant needs Int32Array tokenIds and counts, Float32Array logits");
+  if (counts.ElementLength() != caches.size() || caches.empty())
+    throw Napi::RangeError::New(env, "engine: extendInvariant needs one count per cache (and at least one cache)");
+  size_t total = 0;
+  for (size_t b = 0; b < caches.size(); ++b) {
+    if (counts[b] <= 0) throw Napi::RangeError::New(env, "engine: extendInvariant counts must be positive");
+    total += static_cast<size_t>(counts[b]);
+  }
+  const int vocab = m->config().vocab;
+  if (tokens.ElementLength() != total)
+    throw Napi::RangeError::New(env, "engine: extendInvariant tokenIds length is not the sum of counts");
+  for (size_t t = 0; t < total; ++t)
+    if (tokens[t] < 0 || tokens[t] >= vocab) throw Napi::RangeError::New(env, "engine: token id outside the vocabulary");
+  if (out.ElementLength() != caches.size() * static_cast<size_t>(vocab))
+    throw Napi::RangeError::New(env, "engine: extendInvariant logits must hold caches.length * vocab floats");
+  float* hidden = nullptr;
+  if (info.Length() == 6 && !info[5].IsUndefined()) {
+    auto h = Typed<float>(info[5], "hidden");
+    if (h.TypedArrayType() != napi_float32_array ||
+        h.ElementLength() != caches.size() * static_cast<size_t>(m->config().hidden))
+      throw Napi::RangeError::New(env, "engine: extendInvariant hidden must be a Float32Array of caches.length * hidden");
+    hidden = h.Data();
+  }
+  m->Extend(caches, tokens.Data(), counts.Data(), out.Data(), true, hidden);
+  return env.Undefined();
+}
+
+// packForDecode(model, weightsVersion) -> whether it (re)packed the panel copy of the weights.
+Napi::Value PackForDecode(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ModelPtr& m = GetModel(info[0]);
+  if (info.Length() < 2 || !info[1].IsNumber())
+    throw Napi::TypeError::New(env, "engine: packForDecode(model, weightsVersion: number)");
+  const double v = info[1].As<Napi::Number>().DoubleValue();
+  if (!(v >= 0) || v != static_cast<double>(static_cast<int64_t>(v)) || v > 9007199254740991.0)
+    throw Napi::RangeError::New(env, "engine: packForDecode weightsVersion must be a non-negative integer");
+  return Napi::Boolean::New(env, m->PackForDecode(static_cast<int64_t>(v)));
+}
+
 Napi::Value SetThreads(const Napi::CallbackInfo& info) {
   const int n = static_cast<int>(Integer(info[0], "threads", 0, 4096));
 #if defined(AGENTRL_HAVE_OPENMP)
@@ -385,6 +444,8 @@ void InitEngine(Napi::Env env, Napi::Object exports) {
   exports.Set("cacheLength", Napi::Function::New(env, Guard<CacheLength>, "cacheLength"));
   exports.Set("cacheTruncate", Napi::Function::New(env, Guard<CacheTruncate>, "cacheTruncate"));
   exports.Set("extend", Napi::Function::New(env, Guard<Extend>, "extend"));
+  exports.Set("extendInvariant", Napi::Function::New(env, Guard<ExtendInvariant>, "extendInvariant"));
+  exports.Set("packForDecode", Napi::Function::New(env, Guard<PackForDecode>, "packForDecode"));
   exports.Set("setThreads", Napi::Function::New(env, Guard<SetThreads>, "setThreads"));
   exports.Set("backend", Napi::String::New(env, "cpu"));
   InitEngineBench(env, exports);

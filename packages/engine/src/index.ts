@@ -29,6 +29,7 @@ export {
   type GenerateResult,
   Generator,
   type GeneratorOptions,
+  type LogprobScorer,
 } from './generator.js';
 export {
   type CreateModelOptions,
@@ -60,7 +61,7 @@ export {
   type TensorSource,
   writeSafetensors,
 } from './safetensors.js';
-export { createRng, type SampledToken, sampleToken } from './sampling.js';
+export { createRng, requestSeed, type SampledToken, sampleToken } from './sampling.js';
 export { DEFAULT_MAX_SHARD_BYTES, splitIntoShards } from './shards.js';
 export {
   CharTokenizer,

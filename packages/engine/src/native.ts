@@ -60,6 +60,17 @@ export interface EngineBinding {
     counts: Int32Array,
     logits: Float32Array,
   ): void;
+  /** extend on the panel copy of the weights: bit-identical per sequence whatever the batch. */
+  extendInvariant(
+    handle: ModelHandle,
+    caches: CacheHandle[],
+    tokens: Int32Array,
+    counts: Int32Array,
+    logits: Float32Array,
+    hidden?: Float32Array,
+  ): void;
+  /** (Re)packs the panel copy of the weights unless it holds this weights version; true if it packed. */
+  packForDecode(handle: ModelHandle, weightsVersion: number): boolean;
   setThreads(n: number): number;
 }
 

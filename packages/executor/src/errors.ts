@@ -10,6 +10,7 @@ export const ExecutorErrorCode = {
   TRANSPORT: 'TRANSPORT',
   QUEUE_FULL: 'QUEUE_FULL',
   DEADLINE: 'DEADLINE',
+  CANCELLED: 'CANCELLED',
 } as const;
 export type ExecutorErrorCode = (typeof ExecutorErrorCode)[keyof typeof ExecutorErrorCode];
 

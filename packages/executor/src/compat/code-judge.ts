@@ -114,10 +114,10 @@ export function refusedSubmission(s: CodeJudgeSubmission, subId: string): CodeJu
 export async function codeJudgePlugin(app: FastifyInstance, opts: CompatOptions): Promise<void> {
   useFastApiErrors(app);
 
-  async function judge(subs: CodeJudgeSubmission[]): Promise<CodeJudgeResult[]> {
+  async function judge(subs: CodeJudgeSubmission[], reply: FastifyReply): Promise<CodeJudgeResult[]> {
     const requests = subs.map(fromCodeJudge);
     const runnable = requests.filter((q): q is RunRequest => q !== null);
-    const ran = runnable.length > 0 ? await opts.runAll(runnable) : [];
+    const ran = runnable.length > 0 ? await opts.runAll(runnable, reply) : [];
     let next = 0;
     return subs.map((s, i) => {
       const subId = s.sub_id ?? randomUUID();
@@ -128,7 +128,7 @@ export async function codeJudgePlugin(app: FastifyInstance, opts: CompatOptions)
   }
   const busy = (reply: FastifyReply) =>
     reply
-      .code(opts.overloadStatus ?? 503)
+      .code(opts.overloadStatus ?? 504)
       .header('retry-after', '1')
       .send({ detail: 'queue full; retry later' });
   const withoutOutput = ({ stdout: _o, stderr: _e, ...rest }: CodeJudgeResult) => rest;
@@ -136,13 +136,13 @@ export async function codeJudgePlugin(app: FastifyInstance, opts: CompatOptions)
   const one = (strip: boolean) => async (req: { body: unknown }, reply: FastifyReply) => {
     const sub = parseBody(CodeJudgeSubmissionSchema, req.body);
     if (!opts.admit(1)) return busy(reply);
-    const [r] = (await judge([sub])) as [CodeJudgeResult];
+    const [r] = (await judge([sub], reply)) as [CodeJudgeResult];
     return strip ? withoutOutput(r) : r;
   };
   const batch = (strip: boolean) => async (req: { body: unknown }, reply: FastifyReply) => {
     const b = parseBody(CodeJudgeBatchSchema, req.body);
     if (!opts.admit(b.submissions.length)) return busy(reply);
-    const results = await judge(b.submissions);
+    const results = await judge(b.submissions, reply);
     return { sub_id: b.sub_id ?? randomUUID(), results: strip ? results.map(withoutOutput) : results };
   };
 

@@ -1,14 +1,17 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { z } from 'zod';
 import type { RunRequest, RunResult } from '../types.js';
 
 /** What a peer-API plugin needs from the HTTP server it is registered on. */
 export interface CompatOptions {
-  /** Runs calls through the server's admission, metrics and backend (http-server's runAll). */
-  runAll(requests: RunRequest[]): Promise<RunResult[]>;
+  /**
+   * Runs calls through the server's metrics and backend (http-server's runAll); with `reply`, calls whose
+   * caller hangs up are cancelled.
+   */
+  runAll(requests: RunRequest[], reply?: FastifyReply): Promise<RunResult[]>;
   /** Whether `n` more calls may be accepted now (back-pressure). */
   admit(n: number): boolean;
-  /** The HTTP status refused calls get (the server's own choice; 503 when unset), with retry-after: 1. */
+  /** The HTTP status refused calls get (the server's own choice: 504, what verl retries), with retry-after: 1. */
   overloadStatus?: number;
   /** Calls accepted and not answered yet. */
   pending(): number;

@@ -125,12 +125,12 @@ export async function sandboxFusionPlugin(app: FastifyInstance, opts: CompatOpti
     if ('refused' in call) return sandboxFusionError(call.refused);
     if (!opts.admit(1)) {
       return reply
-        .code(opts.overloadStatus ?? 503)
+        .code(opts.overloadStatus ?? 504)
         .header('retry-after', '1')
         .send(sandboxFusionError('queue full; retry later'));
     }
     try {
-      const [r] = await opts.runAll([call]);
+      const [r] = await opts.runAll([call], reply);
       return toSandboxFusion(r as RunResult);
     } catch (error) {
       return sandboxFusionError((error as Error).message); // e.g. a run_timeout over the executor's ceiling
