@@ -173,20 +173,33 @@ export function createCommunicator(options: CreateCommunicatorOptions = {}): Com
   return world;
 }
 
-/** Broadcasts a JSON value from root (two broadcasts: length, then bytes). */
+// JSON has no NaN or infinities (a -Infinity logprob would come back as null): they travel tagged.
+const NON_FINITE = '__agentrl_non_finite__';
+const encodeJson = (value: unknown) =>
+  new TextEncoder().encode(
+    JSON.stringify(value, (_k, v) =>
+      typeof v === 'number' && !Number.isFinite(v) ? { [NON_FINITE]: String(v) } : v,
+    ),
+  );
+const decodeJson = <T>(bytes: Uint8Array): T =>
+  JSON.parse(new TextDecoder().decode(bytes), (_k, v) =>
+    v !== null && typeof v === 'object' && NON_FINITE in v ? Number(v[NON_FINITE]) : v,
+  ) as T;
+
+/** Broadcasts a JSON value from root (two broadcasts: length, then bytes); NaN and infinities survive. */
 export function broadcastJson<T>(comm: Communicator, value: T | undefined, root = 0): T {
-  const bytes = comm.rank === root ? new TextEncoder().encode(JSON.stringify(value)) : new Uint8Array(0);
+  const bytes = comm.rank === root ? encodeJson(value) : new Uint8Array(0);
   const len = new Uint8Array(new Float64Array([bytes.length]).buffer);
   comm.broadcast(len, root);
   const n = new Float64Array(len.buffer)[0] as number;
   const buf = comm.rank === root ? bytes : new Uint8Array(n);
   comm.broadcast(buf, root);
-  return JSON.parse(new TextDecoder().decode(buf)) as T;
+  return decodeJson<T>(buf);
 }
 
 /** Gathers one JSON value from every rank, in rank order (lengths first, then padded bytes). */
 export function allgatherJson<T>(comm: Communicator, value: T): T[] {
-  const bytes = new TextEncoder().encode(JSON.stringify(value));
+  const bytes = encodeJson(value);
   const lens = new Float64Array(
     comm.allgather(new Uint8Array(new Float64Array([bytes.length]).buffer)).buffer,
   );
@@ -197,7 +210,7 @@ export function allgatherJson<T>(comm: Communicator, value: T): T[] {
   const out: T[] = [];
   for (let r = 0; r < comm.size; r++) {
     const n = lens[r] as number;
-    out.push(JSON.parse(new TextDecoder().decode(all.subarray(r * max, r * max + n))) as T);
+    out.push(decodeJson<T>(all.subarray(r * max, r * max + n)));
   }
   return out;
 }

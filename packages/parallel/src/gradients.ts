@@ -79,6 +79,14 @@ export function globalSum(comm: Communicator, values: readonly number[]): number
   return Array.from(buf);
 }
 
+/** The contiguous block [start, end) of `count` items this rank works on (the first count % size ranks get one more). */
+export function shardRange(count: number, comm: Pick<Communicator, 'rank' | 'size'>): [number, number] {
+  const base = Math.floor(count / comm.size);
+  const extra = count % comm.size;
+  const start = comm.rank * base + Math.min(comm.rank, extra);
+  return [start, start + base + (comm.rank < extra ? 1 : 0)];
+}
+
 /** The indices of `count` items this rank works on: i with i % size === rank (round robin). */
 export function shardIndices(count: number, comm: Pick<Communicator, 'rank' | 'size'>): number[] {
   const out: number[] = [];

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LocalCommunicator, shardIndices } from '../src/index.js';
+import { LocalCommunicator, shardIndices, shardRange } from '../src/index.js';
 import { FIXTURES, mpirunMissing, results, runMpi } from './mpirun.js';
 
 const missing = mpirunMissing();
@@ -31,6 +31,16 @@ describe('shardIndices', () => {
     expect(shardIndices(5, { rank: 1, size: 2 })).toEqual([1, 3]);
     expect(shardIndices(1, { rank: 2, size: 3 })).toEqual([]);
     expect(shardIndices(3, new LocalCommunicator())).toEqual([0, 1, 2]);
+  });
+
+  it('shardRange splits into contiguous blocks that cover each item once', () => {
+    expect([0, 1, 2].map((rank) => shardRange(7, { rank, size: 3 }))).toEqual([
+      [0, 3],
+      [3, 5],
+      [5, 7],
+    ]);
+    expect(shardRange(1, { rank: 1, size: 2 })).toEqual([1, 1]);
+    expect(shardRange(4, new LocalCommunicator())).toEqual([0, 4]);
   });
 });
 

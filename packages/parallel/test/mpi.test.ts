@@ -21,6 +21,7 @@ interface CollectivesResult {
   gathered: number[];
   json: { rank: number; tokens: number; name: string }[];
   config: { steps: number; preset: string };
+  nonFinite: string[][];
   errors: Record<string, string>;
 }
 
@@ -68,6 +69,10 @@ describe.skipIf(missing !== undefined)('mpirun -n 2 (real processes)', () => {
         { rank: 1, tokens: 1007, name: 'xxxxx' },
       ]);
       expect(r.config).toEqual({ steps: 3, preset: 'smoke' });
+      expect(r.nonFinite).toEqual([
+        ['-Infinity', 'NaN', '0'],
+        ['-Infinity', 'NaN', '1'],
+      ]);
       expect(r.errors.tsInt32).toMatch(/^DIST_INVALID_ARGUMENT: .*Float32Array or a Float64Array/);
       expect(r.errors.tsRoot).toMatch(
         /^DIST_INVALID_ARGUMENT: .*root must be an integer rank in \[0, 1\], got 2/,
