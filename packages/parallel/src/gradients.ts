@@ -93,3 +93,57 @@ export function shardIndices(count: number, comm: Pick<Communicator, 'rank' | 's
   for (let i = comm.rank; i < count; i += comm.size) out.push(i);
   return out;
 }
+
+const reducers = new WeakMap<GradientSource, GradientAllReduce>();
+
+export interface MicroBatchRunOptions {
+  comm: Communicator;
+  model: GradientSource;
+  /** Micro-batches in the step (the same list on every rank). */
+  count: number;
+  /** Numbers `work` returns per micro-batch (loss, metrics). */
+  width: number;
+}
+
+/**
+ * One data-parallel optimizer step's micro-batches: under MPI this rank runs `work(i)` (forward +
+ * backward of micro-batch i, normalised by the GLOBAL token count) for i % size === rank, with the
+ * gradients accumulated in float64 and all-reduced at the end (GradientAllReduce); on a local
+ * communicator it runs every micro-batch with the engine's own accumulation, as before. Returns the
+ * `width` numbers of every micro-batch, row i at i * width, on every rank; a row is filled by one
+ * rank only, so the all-reduce that shares them is exact, and folding them in order gives the
+ * single-process metrics. `work` returns undefined for a micro-batch with nothing to train.
+ */
+export function runMicroBatches(
+  opts: MicroBatchRunOptions,
+  work: (index: number) => ArrayLike<number> | undefined,
+): Float64Array {
+  const { comm, count, width } = opts;
+  const rows = new Float64Array(count * width);
+  let reducer: GradientAllReduce | undefined;
+  if (comm.backend === 'mpi') {
+    reducer = reducers.get(opts.model);
+    if (!reducer) {
+      reducer = new GradientAllReduce(opts.model, comm);
+      reducers.set(opts.model, reducer);
+    }
+  }
+  const mine = reducer ? shardIndices(count, comm) : Array.from({ length: count }, (_, i) => i);
+  for (const i of mine) {
+    const r = work(i);
+    if (!r) continue;
+    if (r.length !== width) {
+      throw new DistError(
+        DistErrorCode.INVALID_ARGUMENT,
+        `work(${i}) returned ${r.length} numbers, expected ${width}`,
+      );
+    }
+    rows.set(r, i * width);
+    reducer?.accumulate();
+  }
+  if (reducer) {
+    reducer.reduce();
+    comm.allreduceSum(rows);
+  }
+  return rows;
+}

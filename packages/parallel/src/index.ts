@@ -13,7 +13,15 @@ export {
   type ThreadLevel,
 } from './communicator.js';
 export { DistError, DistErrorCode } from './errors.js';
-export { GradientAllReduce, type GradientSource, globalSum, shardIndices, shardRange } from './gradients.js';
+export {
+  GradientAllReduce,
+  type GradientSource,
+  globalSum,
+  type MicroBatchRunOptions,
+  runMicroBatches,
+  shardIndices,
+  shardRange,
+} from './gradients.js';
 export {
   createNcclCommunicator,
   NCCL_UNIQUE_ID_BYTES,
