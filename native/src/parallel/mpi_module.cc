@@ -27,17 +27,13 @@
 #include <vector>
 
 #include "napi_args.h"
+#include "parallel/guard.h"
 #include "registry.h"
 
 namespace agentrl::parallel {
 namespace {
 
-struct BadArgument : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
-};
-struct Unavailable : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+constexpr char kPrefix[] = "mpi: ";
 
 using Handle = void*;  // MPI_Comm, MPI_Datatype, MPI_Op, MPI_Errhandler in Open MPI's ABI
 constexpr int kSuccess = 0;  // MPI_SUCCESS
@@ -298,37 +294,15 @@ Napi::Value Finalize(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-Napi::Error WithCode(Napi::Env env, const std::string& message, const char* code) {
-  Napi::Error e = Napi::Error::New(env, "mpi: " + message);
-  e.Set("code", Napi::String::New(env, code));
-  return e;
-}
-
-template <Napi::Value (*F)(const Napi::CallbackInfo&)>
-Napi::Value Guard(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  try {
-    return F(info);
-  } catch (const Napi::Error&) {
-    throw;
-  } catch (const std::invalid_argument& e) {
-    throw WithCode(env, e.what(), "DIST_INVALID_ARGUMENT");
-  } catch (const Unavailable& e) {
-    throw WithCode(env, e.what(), "DIST_UNAVAILABLE");
-  } catch (const std::exception& e) {
-    throw WithCode(env, e.what(), "DIST_NATIVE_FAILURE");
-  }
-}
-
 void InitMpi(Napi::Env env, Napi::Object exports) {
-  exports.Set("probe", Napi::Function::New(env, Guard<Probe>, "probe"));
-  exports.Set("init", Napi::Function::New(env, Guard<Init>, "init"));
-  exports.Set("barrier", Napi::Function::New(env, Guard<Barrier>, "barrier"));
-  exports.Set("broadcast", Napi::Function::New(env, Guard<Broadcast>, "broadcast"));
-  exports.Set("allreduceSum", Napi::Function::New(env, Guard<AllreduceSumInPlace>, "allreduceSum"));
-  exports.Set("allgather", Napi::Function::New(env, Guard<Allgather>, "allgather"));
-  exports.Set("abort", Napi::Function::New(env, Guard<Abort>, "abort"));
-  exports.Set("finalize", Napi::Function::New(env, Guard<Finalize>, "finalize"));
+  exports.Set("probe", Napi::Function::New(env, Guard<kPrefix, Probe>, "probe"));
+  exports.Set("init", Napi::Function::New(env, Guard<kPrefix, Init>, "init"));
+  exports.Set("barrier", Napi::Function::New(env, Guard<kPrefix, Barrier>, "barrier"));
+  exports.Set("broadcast", Napi::Function::New(env, Guard<kPrefix, Broadcast>, "broadcast"));
+  exports.Set("allreduceSum", Napi::Function::New(env, Guard<kPrefix, AllreduceSumInPlace>, "allreduceSum"));
+  exports.Set("allgather", Napi::Function::New(env, Guard<kPrefix, Allgather>, "allgather"));
+  exports.Set("abort", Napi::Function::New(env, Guard<kPrefix, Abort>, "abort"));
+  exports.Set("finalize", Napi::Function::New(env, Guard<kPrefix, Finalize>, "finalize"));
 }
 
 }  // namespace

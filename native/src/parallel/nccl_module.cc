@@ -25,17 +25,13 @@
 #include <vector>
 
 #include "napi_args.h"
+#include "parallel/guard.h"
 #include "registry.h"
 
 namespace agentrl::parallel {
 namespace {
 
-struct BadArgument : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
-};
-struct Unavailable : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+constexpr char kPrefix[] = "nccl: ";
 
 constexpr int kUniqueIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
 struct NcclUniqueId {
@@ -293,35 +289,13 @@ Napi::Value Destroy(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-Napi::Error WithCode(Napi::Env env, const std::string& message, const char* code) {
-  Napi::Error e = Napi::Error::New(env, "nccl: " + message);
-  e.Set("code", Napi::String::New(env, code));
-  return e;
-}
-
-template <Napi::Value (*F)(const Napi::CallbackInfo&)>
-Napi::Value Guard(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  try {
-    return F(info);
-  } catch (const Napi::Error&) {
-    throw;
-  } catch (const std::invalid_argument& e) {
-    throw WithCode(env, e.what(), "DIST_INVALID_ARGUMENT");
-  } catch (const Unavailable& e) {
-    throw WithCode(env, e.what(), "DIST_UNAVAILABLE");
-  } catch (const std::exception& e) {
-    throw WithCode(env, e.what(), "DIST_NATIVE_FAILURE");
-  }
-}
-
 void InitNccl(Napi::Env env, Napi::Object exports) {
-  exports.Set("probe", Napi::Function::New(env, Guard<Probe>, "probe"));
-  exports.Set("uniqueId", Napi::Function::New(env, Guard<UniqueId>, "uniqueId"));
-  exports.Set("initRank", Napi::Function::New(env, Guard<InitRank>, "initRank"));
-  exports.Set("allreduceSum", Napi::Function::New(env, Guard<AllreduceSum>, "allreduceSum"));
-  exports.Set("broadcast", Napi::Function::New(env, Guard<Broadcast>, "broadcast"));
-  exports.Set("destroy", Napi::Function::New(env, Guard<Destroy>, "destroy"));
+  exports.Set("probe", Napi::Function::New(env, Guard<kPrefix, Probe>, "probe"));
+  exports.Set("uniqueId", Napi::Function::New(env, Guard<kPrefix, UniqueId>, "uniqueId"));
+  exports.Set("initRank", Napi::Function::New(env, Guard<kPrefix, InitRank>, "initRank"));
+  exports.Set("allreduceSum", Napi::Function::New(env, Guard<kPrefix, AllreduceSum>, "allreduceSum"));
+  exports.Set("broadcast", Napi::Function::New(env, Guard<kPrefix, Broadcast>, "broadcast"));
+  exports.Set("destroy", Napi::Function::New(env, Guard<kPrefix, Destroy>, "destroy"));
 }
 
 }  // namespace

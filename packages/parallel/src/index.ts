@@ -22,6 +22,7 @@ export {
   shardIndices,
   shardRange,
 } from './gradients.js';
+export { type MpirunOptions, type MpirunResult, mpirunMissing, runMpirun } from './launch.js';
 export {
   createNcclCommunicator,
   NCCL_UNIQUE_ID_BYTES,
