@@ -2,7 +2,7 @@ import { createKvAwareScheduler } from '../scheduler/kv-aware-scheduler.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
 import { createSimClock } from './sim-clock.js';
 import { createSimEngine, type SimEngine, type SimEngineConfig } from './sim-engine.js';
-import type { TrajectorySpec } from './workload.js';
+import { playTrajectory, type TrajectorySpec } from './workload.js';
 
 /**
  * One whole RL step of a data-parallel run in simulated time: rollouts on the simulator's engine
@@ -117,29 +117,22 @@ async function rollout(
   const runOne = async (spec: TrajectorySpec) => {
     const lease = await scheduler.acquire(spec.promptTokens + config.maxResponseTokens);
     try {
-      let context = spec.promptTokens;
-      let cached = 0;
-      for (const turn of spec.turns) {
-        await lease.engine.generate({
-          contextTokens: context,
-          cachedTokens: cached,
-          generateTokens: turn.generate,
-        });
-        context += turn.generate;
-        run.generatedTokens += turn.generate;
-        cached = context;
-        if (turn.tool) {
+      const context = await playTrajectory(
+        lease.engine,
+        spec,
+        async (call) => {
           run.toolCalls++;
-          if (!toolsInstant) {
-            const asked = clock.now();
-            await pool.acquire();
-            run.toolQueueSeconds += clock.now() - asked;
-            await clock.sleep(turn.tool.seconds + config.toolDispatchSeconds);
-            pool.release();
-          }
-          context += turn.tool.responseTokens;
-        }
-      }
+          if (toolsInstant) return;
+          const asked = clock.now();
+          await pool.acquire();
+          run.toolQueueSeconds += clock.now() - asked;
+          await clock.sleep(call.seconds + config.toolDispatchSeconds);
+          pool.release();
+        },
+        (tokens) => {
+          run.generatedTokens += tokens;
+        },
+      );
       run.contextTokens.push(context);
     } finally {
       lease.release();
