@@ -27,6 +27,8 @@ export interface MpirunOptions {
   timeoutMs?: number;
   /** Sees each stdout line as it arrives (to act mid-run). */
   onLine?: (line: string) => void;
+  /** Gets mpirun's pid once it started (its children are the ranks on this node). */
+  onStart?: (pid: number) => void;
 }
 
 /**
@@ -48,6 +50,7 @@ export function runMpirun(
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
+  if (child.pid !== undefined) opts.onStart?.(child.pid);
   let stdout = '';
   let stderr = '';
   let pending = '';
