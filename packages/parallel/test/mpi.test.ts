@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import {
   createCommunicator,
@@ -47,6 +48,34 @@ describe('single process', () => {
     expect(p.initialized).toBe(false);
     if (p.available) expect(p.implementation).toBe('openmpi');
     else expect(p.detail).toMatch(/install|not Open MPI|lacks/);
+  });
+});
+
+/** createCommunicator() in a fresh process that looks launched (world size 2) with this MPI library. */
+function underFakeLauncher(library: string): string {
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--conditions=@agentrl/source',
+      '--import',
+      'tsx',
+      '-e',
+      "import('./src/index.ts').then((m) => { try { m.createCommunicator(); console.log('created'); } catch (e) { console.log(e.code + ' ' + e.message); } })",
+    ],
+    { encoding: 'utf8', env: { ...process.env, OMPI_COMM_WORLD_SIZE: '2', AGENTRL_MPI_LIBRARY: library } },
+  );
+  return r.stdout.trim();
+}
+
+describe('launched without a usable Open MPI', () => {
+  it('stops with the reason instead of training N independent copies', () => {
+    expect(underFakeLauncher('/nonexistent/libmpi.so.40')).toMatch(
+      /^DIST_UNAVAILABLE dist: launched by an MPI launcher \(world size 2\) but MPI cannot be used: no MPI library found \(.*\/nonexistent\/libmpi\.so\.40.*install Open MPI/,
+    );
+    // a library that loads but is not Open MPI (MPICH's libmpi.so.12 takes this path too)
+    expect(underFakeLauncher('libm.so.6')).toMatch(
+      /^DIST_UNAVAILABLE .*libm\.so\.6 is not Open MPI \(unknown\): this binding speaks Open MPI's ABI only/,
+    );
   });
 });
 
