@@ -6,8 +6,9 @@ import {
   parseModelConfig,
   toNativeConfig,
 } from './config.js';
+import { bindingForDevice, type Device, type DeviceOptions } from './device.js';
 import { EngineError } from './errors.js';
-import { type EngineBinding, engineBinding, type ModelHandle } from './native.js';
+import type { EngineBinding, ModelHandle } from './native.js';
 
 /** One named parameter tensor: `data` and `grad` are live views of the engine's buffers. */
 export interface Parameter {
@@ -34,7 +35,7 @@ export interface SftLossResult {
   numTargets: number;
 }
 
-export interface CreateModelOptions {
+export interface CreateModelOptions extends DeviceOptions {
   /** Seed of the normal(0, initializer_range) init; the same seed gives the same weights. */
   seed?: number;
 }
@@ -55,6 +56,8 @@ export class Model {
   readonly handle: ModelHandle;
   /** @internal */
   readonly native: EngineBinding;
+  /** Where parameters, gradients, optimizer state and activations live (device.ts). */
+  readonly device: Device;
   private readonly params: Parameter[];
   private readonly byName = new Map<string, Parameter>();
   private readonly flat: {
@@ -67,10 +70,11 @@ export class Model {
   private forwardCu: Int32Array | undefined;
 
   /** @internal use createModel / loadModel */
-  constructor(config: ModelConfig) {
+  constructor(config: ModelConfig, options: DeviceOptions = {}) {
     this.config = config;
     this.shape = toNativeConfig(config);
-    this.native = engineBinding();
+    this.device = options.device ?? 'cpu';
+    this.native = bindingForDevice(options);
     const created = this.native.createModel(this.shape);
     this.handle = created.handle;
     const buffers = this.native.buffers(this.handle);
@@ -92,16 +96,19 @@ export class Model {
 
   /** Every parameter in HF order with live data/grad views. */
   parameters(): readonly Parameter[] {
+    this.native.beforeHostAccess?.(this.handle);
     return this.params;
   }
 
   /** The parameter with this HF name, or undefined. */
   parameter(name: string): Parameter | undefined {
+    this.native.beforeHostAccess?.(this.handle);
     return this.byName.get(name);
   }
 
   /** The lm_head weight [V, H] as a live view (the embedding matrix when tied). */
   lmHeadWeight(): Float32Array {
+    this.native.beforeHostAccess?.(this.handle);
     const p = this.byName.get(this.shape.tied ? 'model.embed_tokens.weight' : 'lm_head.weight');
     if (!p) throw new EngineError('NATIVE', 'lm_head weight missing from the layout');
     return p.data;
@@ -109,6 +116,7 @@ export class Model {
 
   /** The AdamW first and second moments (flat, in layout order) as live views. @internal */
   adamMoments(): { m: Float32Array; v: Float32Array } {
+    this.native.beforeHostAccess?.(this.handle);
     return { m: this.flat.adamM, v: this.flat.adamV };
   }
 
@@ -222,12 +230,12 @@ export class Model {
 /** A randomly initialised model: normal(0, initializer_range) matrices, unit norms, zero biases. */
 export function createModel(config: ModelConfigInput | ModelConfig, options: CreateModelOptions = {}): Model {
   const parsed = parseModelConfig(config);
-  const model = new Model(parsed);
+  const model = new Model(parsed, options);
   model.native.initParams(model.handle, options.seed ?? 0, parsed.initializer_range);
   return model;
 }
 
 /** A model with all-zero weights of this config (for loaders). */
-export function createEmptyModel(config: ModelConfig): Model {
-  return new Model(config);
+export function createEmptyModel(config: ModelConfig, options: DeviceOptions = {}): Model {
+  return new Model(config, options);
 }

@@ -56,6 +56,8 @@ export interface EngineBinding {
     logits: Float32Array,
   ): void;
   setThreads(n: number): number;
+  /** Device models only (device.ts): called before JS reads or writes the host views. */
+  beforeHostAccess?(handle: ModelHandle): void;
 }
 
 let binding: EngineBinding | undefined;
