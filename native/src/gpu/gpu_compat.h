@@ -10,7 +10,8 @@
 #define AGENTRL_GPU_IS_HIP 1
 #if defined(AGENTRL_HIP_CPU)
 #include <cstring>
-// A device intrinsic HIP-CPU lacks.
+// Device intrinsics HIP-CPU lacks (glibc declares an __expf it does not export).
+#define __expf(x) expf(x)
 inline float __uint_as_float(unsigned int x) {
   float f;
   std::memcpy(&f, &x, sizeof f);
@@ -38,8 +39,18 @@ using gpuDeviceProp = hipDeviceProp_t;
 #define gpuMemcpyAsync hipMemcpyAsync
 #define gpuStreamSynchronize hipStreamSynchronize
 // HIP-CPU has no triple-chevron launch (plain C++ compilers cannot parse it); hipcc accepts both.
+#if defined(AGENTRL_HIP_CPU)
+// HIP-CPU's null stream can run two consecutive launches at once (Runtime::wait_all_streams_ drains
+// it from two threads), which breaks stream order; the check build waits after every launch.
+#define AGENTRL_LAUNCH(kernel, grid, block, stream, ...)                            \
+  do {                                                                                \
+    hipLaunchKernelGGL(kernel, dim3(grid), dim3(block), 0, stream, __VA_ARGS__);   \
+    (void)hipDeviceSynchronize();                                                   \
+  } while (0)
+#else
 #define AGENTRL_LAUNCH(kernel, grid, block, stream, ...) \
   hipLaunchKernelGGL(kernel, dim3(grid), dim3(block), 0, stream, __VA_ARGS__)
+#endif
 #else
 #include <cuda_runtime.h>
 #define AGENTRL_GPU_NAME "cuda"

@@ -23,6 +23,20 @@ constexpr int D = kMaxHeadDim;
 constexpr int kRows = 64;  // query (or key) rows per block, one per thread
 constexpr int kTile = 32;  // keys (or queries) per shared-memory tile
 
+// Keys and values j0 .. j0 + kTile - 1 (zero past `last`) of one kv head into shared memory,
+// between two barriers (the previous tile's readers are done; this tile is complete).
+__device__ inline void LoadKvTile(const float* k, const float* v, float (*ks)[D], float (*vs)[D], int j0, int last,
+                                  int kvs, int col, int d) {
+  __syncthreads();
+  for (int e = threadIdx.x; e < kTile * d; e += blockDim.x) {
+    const int r = e / d, c = e % d, j = j0 + r;
+    const bool in = j <= last;
+    ks[r][c] = in ? k[static_cast<int64_t>(j) * kvs + col + c] : 0.f;
+    vs[r][c] = in ? v[static_cast<int64_t>(j) * kvs + col + c] : 0.f;
+  }
+  __syncthreads();
+}
+
 struct Packed {
   const int32_t* cu;
   const int32_t* seq_of;
@@ -50,14 +64,7 @@ __global__ void ForwardKernel(const float* q, const float* k, const float* v, fl
   }
   float m = -INFINITY, l = 0.f;
   for (int j0 = pk.cu[pk.seq_of[first]]; j0 <= last; j0 += kTile) {
-    __syncthreads();
-    for (int e = threadIdx.x; e < kTile * d; e += blockDim.x) {
-      const int r = e / d, c = e % d, j = j0 + r;
-      const bool in = j <= last;
-      ks[r][c] = in ? k[static_cast<int64_t>(j) * kvs + g * d + c] : 0.f;
-      vs[r][c] = in ? v[static_cast<int64_t>(j) * kvs + g * d + c] : 0.f;
-    }
-    __syncthreads();
+    LoadKvTile(k, v, ks, vs, j0, last, kvs, g * d, d);
     if (!live) continue;
     // This thread's scores of the tile, in shared memory (column per thread: no bank conflicts;
     // a register array indexed by the key would need the key loop unrolled, slow to compile).
@@ -191,14 +198,7 @@ __global__ void DqKernel(const float* q, const float* k, const float* v, const f
   const float l = live ? lse[static_cast<int64_t>(h) * pk.total + t] : 0.f;
   const float dl = live ? delta[static_cast<int64_t>(h) * pk.total + t] : 0.f;
   for (int j0 = pk.cu[pk.seq_of[first]]; j0 <= last; j0 += kTile) {
-    __syncthreads();
-    for (int e = threadIdx.x; e < kTile * d; e += blockDim.x) {
-      const int r = e / d, c = e % d, j = j0 + r;
-      const bool in = j <= last;
-      ks[r][c] = in ? k[static_cast<int64_t>(j) * kvs + g * d + c] : 0.f;
-      vs[r][c] = in ? v[static_cast<int64_t>(j) * kvs + g * d + c] : 0.f;
-    }
-    __syncthreads();
+    LoadKvTile(k, v, ks, vs, j0, last, kvs, g * d, d);
     if (!live) continue;
     for (int r = 0; r < kTile; ++r) {
       const int j = j0 + r;

@@ -15,6 +15,7 @@
 
 #include "engine/cuda/device_ops.h"
 #include "engine/gpu_engine.h"
+#include "gpu/abi_guard.h"
 #include "gpu/gemm.h"
 #include "gpu/gpu_compat.h"
 #include "kernels/gpu_fused_linear.h"
@@ -527,19 +528,6 @@ kernels::Metrics DeviceModel::PolicyLoss(AgentrlGpuPolicyLossArgs* a) {
   return m;
 }
 
-template <typename F>
-int Guard(char* err, int err_len, F&& f) {
-  try {
-    f();
-    return 0;
-  } catch (const kernels::InvalidArgument& e) {
-    std::snprintf(err, err_len, "invalid:%s", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::snprintf(err, err_len, "%s", e.what());
-    return 1;
-  }
-}
 
 DeviceModel* M(void* p) { return static_cast<DeviceModel*>(p); }
 
@@ -548,12 +536,12 @@ DeviceModel* M(void* p) { return static_cast<DeviceModel*>(p); }
 
 using agentrl::engine::gpu::Cache;
 using agentrl::engine::gpu::DeviceModel;
-using agentrl::engine::gpu::Guard;
 using agentrl::engine::gpu::M;
+using agentrl::gpu::AbiGuard;
 #define AGENTRL_EXPORT extern "C" __attribute__((visibility("default")))
 
 AGENTRL_EXPORT int agentrl_engine_create(const AgentrlGpuLayout* layout, void** model, char* err, int err_len) {
-  return Guard(err, err_len, [&] {
+  return AbiGuard(err, err_len, [&] {
     if (layout->config.head_dim > agentrl::engine::gpu::kMaxHeadDim || layout->config.head_dim % 2 != 0) {
       throw agentrl::kernels::InvalidArgument("the device attention kernels take an even head_dim <= 128; got " +
                                               std::to_string(layout->config.head_dim));
@@ -563,7 +551,7 @@ AGENTRL_EXPORT int agentrl_engine_create(const AgentrlGpuLayout* layout, void** 
 }
 AGENTRL_EXPORT void agentrl_engine_destroy(void* model) { delete M(model); }
 AGENTRL_EXPORT int agentrl_engine_copy(void* model, int which, float* host, int to_device, char* err, int err_len) {
-  return Guard(err, err_len, [&] {
+  return AbiGuard(err, err_len, [&] {
     auto& buf = M(model)->Which(which);
     if (to_device) {
       buf.Upload(host, buf.size());
@@ -574,47 +562,47 @@ AGENTRL_EXPORT int agentrl_engine_copy(void* model, int which, float* host, int 
 }
 AGENTRL_EXPORT int agentrl_engine_forward(void* model, const int32_t* tokens, const int32_t* cu, int num_seqs,
                                           int total, int recompute, float* hidden_out, char* err, int err_len) {
-  return Guard(err, err_len, [&] { M(model)->Forward(tokens, cu, num_seqs, total, recompute != 0, hidden_out); });
+  return AbiGuard(err, err_len, [&] { M(model)->Forward(tokens, cu, num_seqs, total, recompute != 0, hidden_out); });
 }
 AGENTRL_EXPORT int agentrl_engine_backward(void* model, const float* d_hidden, const float* d_lm, char* err,
                                            int err_len) {
-  return Guard(err, err_len, [&] { M(model)->BackwardHost(d_hidden, d_lm); });
+  return AbiGuard(err, err_len, [&] { M(model)->BackwardHost(d_hidden, d_lm); });
 }
 AGENTRL_EXPORT int agentrl_engine_cross_entropy(void* model, const int32_t* targets, float scale, double* loss,
                                                 char* err, int err_len) {
-  return Guard(err, err_len, [&] { *loss = M(model)->CrossEntropy(targets, scale); });
+  return AbiGuard(err, err_len, [&] { *loss = M(model)->CrossEntropy(targets, scale); });
 }
 AGENTRL_EXPORT int agentrl_engine_logits(void* model, float* out, char* err, int err_len) {
-  return Guard(err, err_len, [&] { M(model)->Logits(out); });
+  return AbiGuard(err, err_len, [&] { M(model)->Logits(out); });
 }
 AGENTRL_EXPORT int agentrl_engine_zero_grad(void* model, char* err, int err_len) {
-  return Guard(err, err_len, [&] { M(model)->ZeroGrad(); });
+  return AbiGuard(err, err_len, [&] { M(model)->ZeroGrad(); });
 }
 AGENTRL_EXPORT int agentrl_engine_grad_norm(void* model, double* out, char* err, int err_len) {
-  return Guard(err, err_len, [&] { *out = M(model)->GradNormSquared(); });
+  return AbiGuard(err, err_len, [&] { *out = M(model)->GradNormSquared(); });
 }
 AGENTRL_EXPORT int agentrl_engine_adamw(void* model, float lr, float beta1, float beta2, float eps, float wd,
                                         int64_t step, float grad_scale, char* err, int err_len) {
-  return Guard(err, err_len, [&] { M(model)->AdamW(lr, beta1, beta2, eps, wd, step, grad_scale); });
+  return AbiGuard(err, err_len, [&] { M(model)->AdamW(lr, beta1, beta2, eps, wd, step, grad_scale); });
 }
 AGENTRL_EXPORT int agentrl_engine_cache_create(void* model, void** cache, char* err, int err_len) {
-  return Guard(err, err_len, [&] { *cache = M(model)->NewCache().release(); });
+  return AbiGuard(err, err_len, [&] { *cache = M(model)->NewCache().release(); });
 }
 AGENTRL_EXPORT void agentrl_engine_cache_destroy(void* cache) { delete static_cast<Cache*>(cache); }
 AGENTRL_EXPORT int agentrl_engine_cache_length(void* cache) { return static_cast<Cache*>(cache)->len; }
 AGENTRL_EXPORT void agentrl_engine_cache_truncate(void* cache, int length) { static_cast<Cache*>(cache)->len = length; }
 AGENTRL_EXPORT int agentrl_engine_extend(void* model, void* const* caches, int batch, const int32_t* tokens,
                                          const int32_t* counts, float* logits_out, char* err, int err_len) {
-  return Guard(err, err_len, [&] {
+  return AbiGuard(err, err_len, [&] {
     M(model)->Extend(reinterpret_cast<Cache* const*>(caches), batch, tokens, counts, logits_out);
   });
 }
 AGENTRL_EXPORT int agentrl_engine_sample(void* model, float temperature, float top_p, const float* u, int32_t* out,
                                          char* err, int err_len) {
-  return Guard(err, err_len, [&] { M(model)->SampleLast(temperature, top_p, u, out); });
+  return AbiGuard(err, err_len, [&] { M(model)->SampleLast(temperature, top_p, u, out); });
 }
 AGENTRL_EXPORT int agentrl_engine_policy_loss(void* model, AgentrlGpuPolicyLossArgs* args, char* err, int err_len) {
-  return Guard(err, err_len, [&] { args->metrics = M(model)->PolicyLoss(args); });
+  return AbiGuard(err, err_len, [&] { args->metrics = M(model)->PolicyLoss(args); });
 }
 AGENTRL_EXPORT int agentrl_engine_info(char* out, int out_len) {
   std::snprintf(out, out_len, "%s", agentrl::gpu::GemmPath().c_str());

@@ -11,6 +11,7 @@
 #include <exception>
 #include <vector>
 
+#include "gpu/abi_guard.h"
 #include "gpu/block_reduce.h"
 #include "gpu/gemm.h"
 #include "gpu/gpu_compat.h"
@@ -250,7 +251,7 @@ Metrics FusedLinearDevice(const LossConfig& c, const TokenInputs& in, const floa
 extern "C" __attribute__((visibility("default"))) int agentrl_fused_linear(AgentrlFusedLinearArgs* a, char* err,
                                                                             int err_len) {
   using agentrl::gpu::Check;
-  try {
+  return agentrl::gpu::AbiGuard(err, err_len, [&] {
     const int64_t T = a->tokens.T, H = a->H, V = a->V;
     void *h = nullptr, *w = nullptr, *dh = nullptr, *dw = nullptr;
     struct Free {
@@ -272,12 +273,5 @@ extern "C" __attribute__((visibility("default"))) int agentrl_fused_linear(Agent
         static_cast<float*>(dw), a->accumulate != 0, a->logp, a->entropy, &a->workspace_bytes, 0);
     if (T > 0) Check(gpuMemcpy(a->dhidden, dh, sizeof(float) * T * H, gpuMemcpyDeviceToHost), "copy dhidden");
     Check(gpuMemcpy(a->dweight, dw, sizeof(float) * V * H, gpuMemcpyDeviceToHost), "copy dweight");
-    return 0;
-  } catch (const agentrl::kernels::InvalidArgument& e) {
-    std::snprintf(err, err_len, "invalid:%s", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::snprintf(err, err_len, "%s", e.what());
-    return 1;
-  }
+  });
 }

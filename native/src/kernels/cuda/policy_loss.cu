@@ -7,6 +7,7 @@
 #include <exception>
 #include <vector>
 
+#include "gpu/abi_guard.h"
 #include "gpu/gpu_compat.h"
 #include "kernels/cuda/row_kernels.h"
 #include "kernels/gpu_policy_loss.h"
@@ -69,18 +70,11 @@ void Run(AgentrlPolicyLossArgs* a) {
 
 extern "C" __attribute__((visibility("default"))) int agentrl_policy_loss(AgentrlPolicyLossArgs* args, char* err,
                                                                            int err_len) {
-  try {
+  return agentrl::gpu::AbiGuard(err, err_len, [&] {
     if (args->logits_bf16) {
       Run<uint16_t>(args);
     } else {
       Run<float>(args);
     }
-    return 0;
-  } catch (const agentrl::kernels::InvalidArgument& e) {
-    std::snprintf(err, err_len, "invalid:%s", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::snprintf(err, err_len, "%s", e.what());
-    return 1;
-  }
+  });
 }
