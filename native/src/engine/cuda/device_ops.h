@@ -20,7 +20,7 @@ void SwigluForward(const float* g, const float* u, float* act, int64_t n);
 // From da (in dg): dg = da * u * silu'(g), du = da * silu(g)... exactly model.cc's formulas.
 void SwigluBackward(const float* g, const float* u, float* dg_inout, float* du, int64_t n);
 void AddBias(float* y, const float* b, int rows, int n);
-void ColumnSum(const float* x, float* out, int rows, int n);  // out += column sums, rows in order
+void ColumnSum(const float* x, float* out, int rows, int n);  // out += column sums, fixed order
 void Add(float* y, const float* x, int64_t n);                // y += x
 void GatherRows(const float* src, const int32_t* rows, float* dst, int n, int width);
 void ScatterRows(const float* src, const int32_t* rows, float* dst, int n, int width);

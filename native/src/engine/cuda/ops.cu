@@ -59,15 +59,30 @@ __global__ void RmsNormBackwardDxKernel(const float* x, const float* w, const fl
   }
 }
 
-__global__ void RmsNormBackwardDwKernel(const float* x, const float* rstd, const float* dy, float* dw, int rows, int n) {
+// Column sums over many rows in two fixed-order stages, so a [rows, n] reduction with few columns
+// (q/k norm: n = head_dim, rows = T * heads) still spreads over the GPU: partial[c][i] sums rows
+// c * kRowChunk .. of column i; then out[i] += the partials in chunk order. Same bits every run.
+constexpr int kRowChunk = 128;
+
+__global__ void ColumnPartialsKernel(const float* x, const float* y, const float* rstd, float* partial, int rows,
+                                     int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  float acc = dw[i];
-  for (int t = 0; t < rows; ++t) {
+  const int r0 = blockIdx.y * kRowChunk, r1 = r0 + kRowChunk < rows ? r0 + kRowChunk : rows;
+  float acc = 0.f;
+  for (int t = r0; t < r1; ++t) {
     const int64_t at = static_cast<int64_t>(t) * n + i;
-    acc += dy[at] * x[at] * rstd[t];
+    acc += y ? x[at] * y[at] * rstd[t] : x[at];  // RMSNorm's dw term, or a plain column sum
   }
-  dw[i] = acc;
+  partial[static_cast<int64_t>(blockIdx.y) * n + i] = acc;
+}
+
+__global__ void SumPartialsKernel(const float* partial, float* out, int chunks, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float acc = 0.f;
+  for (int c = 0; c < chunks; ++c) acc += partial[static_cast<int64_t>(c) * n + i];
+  out[i] += acc;
 }
 
 __global__ void RopeKernel(float* x, const int32_t* pos, int rows, int heads, int d, int stride, const float* ct,
@@ -105,14 +120,6 @@ __global__ void SwigluBackwardKernel(const float* g, const float* u, float* dg, 
 __global__ void AddBiasKernel(float* y, const float* b, int rows, int n) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < static_cast<int64_t>(rows) * n) y[i] += b[i % n];
-}
-
-__global__ void ColumnSumKernel(const float* x, float* out, int rows, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  float acc = out[i];
-  for (int t = 0; t < rows; ++t) acc += x[static_cast<int64_t>(t) * n + i];
-  out[i] = acc;
 }
 
 __global__ void AddKernel(float* y, const float* x, int64_t n) {
@@ -181,6 +188,24 @@ __global__ void AdamWKernel(float* p, float* m, float* v, const float* g, int64_
 
 void Launched(const char* what) { Check(gpuGetLastError(), what); }
 
+// out[i] += sum over rows of (y ? x * y * rstd : x)[row, i], through a grow-only scratch of partials.
+void ColumnReduce(const float* x, const float* y, const float* rstd, float* out, int rows, int n) {
+  static float* scratch = nullptr;
+  static size_t capacity = 0;
+  const int chunks = (rows + kRowChunk - 1) / kRowChunk;
+  const size_t need = static_cast<size_t>(chunks) * n;
+  if (need == 0) return;
+  if (need > capacity) {
+    if (scratch) (void)gpuFree(scratch);
+    scratch = nullptr;
+    Check(gpuMalloc(reinterpret_cast<void**>(&scratch), need * sizeof(float)), "column-sum scratch");
+    capacity = need;
+  }
+  AGENTRL_LAUNCH(ColumnPartialsKernel, dim3(Blocks(n), chunks), kThreads, 0, x, y, rstd, scratch, rows, n);
+  AGENTRL_LAUNCH(SumPartialsKernel, Blocks(n), kThreads, 0, scratch, out, chunks, n);
+  Launched("column sum");
+}
+
 }  // namespace
 
 void EmbedForward(const float* emb, const int32_t* tokens, float* x, int rows, int h) {
@@ -204,8 +229,8 @@ void RmsNormBackward(const float* x, const float* w, const float* rstd, const fl
                      int rows, int n, bool accumulate_dx) {
   if (rows == 0) return;
   AGENTRL_LAUNCH(RmsNormBackwardDxKernel, rows, kThreads, 0, x, w, rstd, dy, dx, n, accumulate_dx ? 1 : 0);
-  AGENTRL_LAUNCH(RmsNormBackwardDwKernel, Blocks(n), kThreads, 0, x, rstd, dy, dw, rows, n);
   Launched("rmsnorm backward");
+  ColumnReduce(dy, x, rstd, dw, rows, n);
 }
 
 void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, const float* cos_table,
@@ -236,9 +261,8 @@ void AddBias(float* y, const float* b, int rows, int n) {
 }
 
 void ColumnSum(const float* x, float* out, int rows, int n) {
-  if (!out) return;
-  AGENTRL_LAUNCH(ColumnSumKernel, Blocks(n), kThreads, 0, x, out, rows, n);
-  Launched("column sum");
+  if (!out || rows == 0) return;
+  ColumnReduce(x, nullptr, nullptr, out, rows, n);
 }
 
 void Add(float* y, const float* x, int64_t n) {
