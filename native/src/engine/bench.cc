@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include "engine/cpu/sgemm.h"
@@ -21,6 +23,22 @@
 
 namespace agentrl::engine {
 namespace {
+
+// Bench entry points check their arguments too: a JS RangeError with a code, never a crash.
+[[noreturn]] void BenchFail(Napi::Env env, const std::string& message) {
+  Napi::Error e = Napi::RangeError::New(env, "engine: " + message);
+  e.Set("code", Napi::String::New(env, "ENGINE_INVALID_ARGUMENT"));
+  throw e;
+}
+
+int64_t BenchInt(const Napi::Value& v, const char* what, int64_t lo, int64_t hi) {
+  const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : std::nan("");
+  if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || d != std::floor(d)) {
+    BenchFail(v.Env(), std::string(what) + " must be an integer in [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]");
+  }
+  return static_cast<int64_t>(d);
+}
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -59,7 +77,7 @@ constexpr double kFlopsPerIter =
 // peakGflops(iters) -> { gflops, threads, isa }: all threads run the FMA loop at once, timed from a
 // barrier (every worker awake) to the end of the slowest, which is the concurrent ceiling.
 Napi::Value PeakGflops(const Napi::CallbackInfo& info) {
-  const long iters = static_cast<long>(info[0].As<Napi::Number>().Int64Value());
+  const long iters = static_cast<long>(BenchInt(info[0], "iters", 1, int64_t{1} << 40));
   int threads = 1;
   double sink = 0, start = 0, stop = 0;
 #if defined(AGENTRL_HAVE_OPENMP)
@@ -95,11 +113,13 @@ Napi::Value PeakGflops(const Napi::CallbackInfo& info) {
 
 // gemmSeconds(m, n, k, transA, transB, reps) -> median seconds of one C = op(A) op(B).
 Napi::Value GemmSeconds(const Napi::CallbackInfo& info) {
-  const int m = info[0].As<Napi::Number>().Int32Value();
-  const int n = info[1].As<Napi::Number>().Int32Value();
-  const int k = info[2].As<Napi::Number>().Int32Value();
+  const int m = static_cast<int>(BenchInt(info[0], "m", 1, 65536));
+  const int n = static_cast<int>(BenchInt(info[1], "n", 1, 65536));
+  const int k = static_cast<int>(BenchInt(info[2], "k", 1, 65536));
   const bool ta = info[3].ToBoolean(), tb = info[4].ToBoolean();
-  const int reps = info[5].As<Napi::Number>().Int32Value();
+  const int reps = static_cast<int>(BenchInt(info[5], "reps", 1, 1000));
+  const double most = std::max({static_cast<double>(m) * k, static_cast<double>(k) * n, static_cast<double>(m) * n});
+  if (most > (1 << 28)) BenchFail(info.Env(), "gemmSeconds operands are limited to 2^28 floats each");
   std::vector<float> a(static_cast<size_t>(m) * k, 0.5f), b(static_cast<size_t>(k) * n, 0.25f), c(static_cast<size_t>(m) * n);
   cpu::Sgemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(), n);
   std::vector<double> times;
@@ -112,11 +132,50 @@ Napi::Value GemmSeconds(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), times[times.size() / 2]);
 }
 
+// copyGBps(megabytes, reps) -> { gbps, threads }: the machine's copy bandwidth (STREAM convention:
+// bytes read + bytes written per second), each OpenMP thread copying its own slice of a buffer far
+// larger than the caches, the median of `reps` passes.
+Napi::Value CopyGBps(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
+    throw Napi::TypeError::New(env, "engine: copyGBps(megabytes, reps)");
+  const double mb = info[0].As<Napi::Number>().DoubleValue();
+  const int reps = info[1].As<Napi::Number>().Int32Value();
+  if (!(mb >= 1 && mb <= 4096) || reps < 1 || reps > 1000)
+    throw Napi::RangeError::New(env, "engine: copyGBps needs 1..4096 MB and 1..1000 reps");
+  const size_t n = static_cast<size_t>(mb * (1 << 20) / sizeof(float));
+  std::vector<float> src(n, 1.0f), dst(n, 0.0f);
+  int threads = 1;
+  std::vector<double> times;
+  for (int r = 0; r <= reps; ++r) {
+    const double t0 = Now();
+#pragma omp parallel
+    {
+#if defined(AGENTRL_HAVE_OPENMP)
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#pragma omp single
+      threads = nt;
+#else
+      const int t = 0, nt = 1;
+#endif
+      const size_t chunk = (n + nt - 1) / nt, b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+      std::copy(src.begin() + b, src.begin() + e, dst.begin() + b);
+    }
+    if (r > 0) times.push_back(Now() - t0);  // the first pass faults the pages in
+  }
+  std::sort(times.begin(), times.end());
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("gbps", 2.0 * n * sizeof(float) / times[times.size() / 2] / 1e9);
+  out.Set("threads", threads);
+  return out;
+}
+
 }  // namespace
 
 void InitEngineBench(Napi::Env env, Napi::Object exports) {
   exports.Set("peakGflops", Napi::Function::New(env, PeakGflops, "peakGflops"));
   exports.Set("gemmSeconds", Napi::Function::New(env, GemmSeconds, "gemmSeconds"));
+  exports.Set("copyGBps", Napi::Function::New(env, CopyGBps, "copyGBps"));
 }
 
 }  // namespace agentrl::engine

@@ -1,12 +1,21 @@
-// N-API surface of the engine: a model handle (External) plus typed-array entry points. Arguments
-// are validated in TS (packages/engine/src/native.ts) before they get here; these checks only keep
-// a wrong call from corrupting memory. Every entry point turns C++ exceptions into JS errors.
+// N-API surface of the engine: model and KV-cache handles (type-tagged Externals) plus typed-array
+// entry points. The TS layer (packages/engine/src) checks arguments first for friendlier messages;
+// this file is the guard: every handle kind, element type, length, count and number is checked here,
+// so no call from JS can read or write out of bounds. Errors carry a `code`: ENGINE_INVALID_ARGUMENT
+// for a bad call, ENGINE_NATIVE_FAILURE for anything else (out of memory, ...).
 #include <napi.h>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 #include "engine/model.h"
+#include "napi_args.h"
 #include "registry.h"
 
 #if defined(AGENTRL_HAVE_OPENMP)
@@ -26,23 +35,40 @@ struct CacheHandle {
   std::unique_ptr<KvCache> cache;
 };
 
-ModelPtr& GetModel(const Napi::Value& v) {
-  if (!v.IsExternal()) throw Napi::TypeError::New(v.Env(), "engine: expected a model handle");
-  return *v.As<Napi::External<ModelPtr>>().Data();
-}
+// A bad argument from JS: becomes a JS error with code ENGINE_INVALID_ARGUMENT.
+struct BadArgument : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
 
-CacheHandle& GetCache(const Napi::Value& v) {
-  if (!v.IsExternal()) throw Napi::TypeError::New(v.Env(), "engine: expected a KV cache handle");
-  return *v.As<Napi::External<CacheHandle>>().Data();
-}
+// Type tags tell a model handle from a cache handle (both Externals) and from any other External.
+constexpr napi_type_tag kModelTag = {0x6167656e74726c4dULL, 0x8d1c2f3a5b6e7d01ULL};
+constexpr napi_type_tag kCacheTag = {0x6167656e74726c43ULL, 0x3b9e44c1a07f5d02ULL};
 
 template <typename T>
-Napi::TypedArrayOf<T> Typed(const Napi::Value& v, const char* what) {
-  if (!v.IsTypedArray()) throw Napi::TypeError::New(v.Env(), std::string("engine: expected a typed array for ") + what);
-  return v.As<Napi::TypedArrayOf<T>>();
+T& Handle(const Napi::Value& v, const napi_type_tag& tag, const char* what) {
+  if (!v.IsExternal()) throw BadArgument(std::string("expected ") + what + ", got a non-handle value");
+  bool ok = false;
+  if (napi_check_object_type_tag(v.Env(), v, &tag, &ok) != napi_ok || !ok) {
+    throw BadArgument(std::string("expected ") + what + ", got another kind of handle");
+  }
+  return *v.As<Napi::External<T>>().Data();
 }
 
-int GetInt(const Napi::Object& o, const char* key) { return o.Get(key).As<Napi::Number>().Int32Value(); }
+ModelPtr& GetModel(const Napi::Value& v) { return Handle<ModelPtr>(v, kModelTag, "a model handle"); }
+CacheHandle& GetCache(const Napi::Value& v) { return Handle<CacheHandle>(v, kCacheTag, "a KV cache handle"); }
+
+template <typename T>
+Napi::TypedArrayOf<T> Typed(const Napi::Value& v, const char* what, int64_t length = -1) {
+  return args::Typed<BadArgument, T>(v, what, length);
+}
+
+double Number(const Napi::Value& v, const char* what) { return args::Finite<BadArgument>(v, what); }
+
+int64_t Integer(const Napi::Value& v, const char* what, int64_t lo, int64_t hi) {
+  return args::IntegerIn<BadArgument>(v, what, lo, hi);
+}
+
+constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
 // Wraps model-owned memory in an ArrayBuffer that keeps the model alive while JS holds a view.
 Napi::ArrayBuffer View(Napi::Env env, const ModelPtr& model, float* data, size_t floats) {
@@ -53,22 +79,31 @@ Napi::ArrayBuffer View(Napi::Env env, const ModelPtr& model, float* data, size_t
 
 Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  if (!info[0].IsObject()) throw BadArgument("createModel needs a config object");
   Napi::Object o = info[0].As<Napi::Object>();
+  auto dim = [&](const char* key) { return static_cast<int>(Integer(o.Get(key), key, 1, kIntMax)); };
   ModelConfig c;
-  c.vocab = GetInt(o, "vocab");
-  c.hidden = GetInt(o, "hidden");
-  c.intermediate = GetInt(o, "intermediate");
-  c.layers = GetInt(o, "layers");
-  c.heads = GetInt(o, "heads");
-  c.kv_heads = GetInt(o, "kvHeads");
-  c.head_dim = GetInt(o, "headDim");
-  c.eps = o.Get("eps").As<Napi::Number>().FloatValue();
-  c.rope_theta = o.Get("ropeTheta").As<Napi::Number>().FloatValue();
+  c.vocab = dim("vocab");
+  c.hidden = dim("hidden");
+  c.intermediate = dim("intermediate");
+  c.layers = dim("layers");
+  c.heads = dim("heads");
+  c.kv_heads = dim("kvHeads");
+  c.head_dim = dim("headDim");
+  c.eps = static_cast<float>(Number(o.Get("eps"), "eps"));
+  c.rope_theta = static_cast<float>(Number(o.Get("ropeTheta"), "ropeTheta"));
+  if (!(c.eps > 0) || !(c.rope_theta > 0)) throw BadArgument("eps and ropeTheta must be > 0");
+  if (c.head_dim % 2 != 0) throw BadArgument("headDim must be even");
+  if (c.heads % c.kv_heads != 0) throw BadArgument("heads must be a multiple of kvHeads");
+  if (static_cast<int64_t>(c.heads) * c.head_dim > kIntMax || static_cast<int64_t>(c.vocab) * c.hidden > (1LL << 40)) {
+    throw BadArgument("heads x headDim or vocab x hidden is too large");
+  }
   c.qk_norm = o.Get("qkNorm").ToBoolean();
   c.qkv_bias = o.Get("qkvBias").ToBoolean();
   c.o_bias = o.Get("oBias").ToBoolean();
   c.tied = o.Get("tied").ToBoolean();
-  auto model = std::make_shared<Model>(c);
+  const Napi::Value training = o.Get("training");
+  auto model = std::make_shared<Model>(c, training.IsUndefined() ? true : training.ToBoolean().Value());
   Napi::Array tensors = Napi::Array::New(env, model->tensors().size());
   for (size_t i = 0; i < model->tensors().size(); ++i) {
     const TensorInfo& t = model->tensors()[i];
@@ -81,61 +116,141 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
     to.Set("numel", static_cast<double>(t.numel));
     tensors.Set(static_cast<uint32_t>(i), to);
   }
+  auto handle = Napi::External<ModelPtr>::New(env, new ModelPtr(model), [](Napi::Env, ModelPtr* p) { delete p; });
+  handle.TypeTag(&kModelTag);
   Napi::Object out = Napi::Object::New(env);
-  out.Set("handle", Napi::External<ModelPtr>::New(env, new ModelPtr(model), [](Napi::Env, ModelPtr* p) { delete p; }));
+  out.Set("handle", handle);
   out.Set("tensors", tensors);
   out.Set("numFloats", static_cast<double>(model->num_params()));
   return out;
 }
 
+// params always; grads only while the model trains (undefined otherwise).
 Napi::Value Buffers(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ModelPtr& m = GetModel(info[0]);
   Napi::Object out = Napi::Object::New(env);
   out.Set("params", View(env, m, m->params(), m->num_params()));
-  out.Set("grads", View(env, m, m->grads(), m->num_params()));
+  out.Set("grads", m->training() ? View(env, m, m->grads(), m->num_params()) : env.Undefined());
+  return out;
+}
+
+Napi::Value EnableTraining(const Napi::CallbackInfo& info) {
+  ModelPtr& m = GetModel(info[0]);
+  m->EnableTraining();
+  return View(info.Env(), m, m->grads(), m->num_params());
+}
+
+// The AdamW moments, allocated (zeroed) on the first call.
+Napi::Value OptimizerBuffers(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ModelPtr& m = GetModel(info[0]);
+  if (!m->training()) throw BadArgument("optimizer state needs a training model (training: false has no gradients)");
+  Napi::Object out = Napi::Object::New(env);
   out.Set("adamM", View(env, m, m->adam_m(), m->num_params()));
   out.Set("adamV", View(env, m, m->adam_v(), m->num_params()));
   return out;
 }
 
+// Bytes the model holds per kind: what an eval/serving model saves by not training.
+Napi::Value MemoryBytes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ModelPtr& m = GetModel(info[0]);
+  const double p = static_cast<double>(m->num_params()) * sizeof(float);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("params", p);
+  out.Set("grads", m->training() ? p : 0.0);
+  out.Set("optimizer", m->has_optimizer_state() ? 2 * p : 0.0);
+  return out;
+}
+
 Napi::Value InitParams(const Napi::CallbackInfo& info) {
-  GetModel(info[0])->InitParams(static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value()),
-                                info[2].As<Napi::Number>().FloatValue());
+  ModelPtr& m = GetModel(info[0]);
+  const int64_t seed = Integer(info[1], "seed", 0, (1LL << 53));
+  const double std = Number(info[2], "std");
+  if (std < 0) throw BadArgument("std must be >= 0");
+  m->InitParams(static_cast<uint64_t>(seed), static_cast<float>(std));
   return info.Env().Undefined();
+}
+
+// tokens in [0, vocab) with a message naming the first bad one.
+void CheckTokens(const int32_t* t, size_t n, int vocab, const char* what) {
+  for (size_t i = 0; i < n; ++i) {
+    if (t[i] < 0 || t[i] >= vocab) {
+      throw BadArgument(std::string(what) + "[" + std::to_string(i) + "] is " + std::to_string(t[i]) +
+                        ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    }
+  }
 }
 
 Napi::Value Forward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ModelPtr& m = GetModel(info[0]);
   auto tokens = Typed<int32_t>(info[1], "tokenIds");
-  auto cu = Typed<int32_t>(info[2], "cuSeqlens");
+  auto cu_array = Typed<int32_t>(info[2], "cuSeqlens");
+  const int32_t* cu = cu_array.Data();
   const bool recompute = info[3].ToBoolean();
-  const int total = static_cast<int>(tokens.ElementLength());
-  const float* hidden = m->Forward(tokens.Data(), cu.Data(), static_cast<int>(cu.ElementLength()) - 1, total, recompute);
-  const size_t n = static_cast<size_t>(total) * m->config().hidden;
+  const size_t total = tokens.ElementLength();
+  if (total < 1 || total > static_cast<size_t>(kIntMax)) throw BadArgument("tokenIds must hold 1 to 2^31-1 tokens");
+  const size_t ncu = cu_array.ElementLength();
+  if (ncu < 2 || cu[0] != 0 || cu[ncu - 1] != static_cast<int32_t>(total)) {
+    throw BadArgument("cuSeqlens must hold at least [0, T] and start at 0 and end at T = " + std::to_string(total));
+  }
+  for (size_t i = 1; i < ncu; ++i)
+    if (cu[i] < cu[i - 1]) throw BadArgument("cuSeqlens must be non-decreasing (index " + std::to_string(i) + ")");
+  CheckTokens(tokens.Data(), total, m->config().vocab, "tokenIds");
+  const float* hidden = m->Forward(tokens.Data(), cu, static_cast<int>(ncu) - 1, static_cast<int>(total), recompute);
+  const size_t n = total * m->config().hidden;
   auto out = Napi::Float32Array::New(env, n);
   std::memcpy(out.Data(), hidden, n * sizeof(float));
   return out;
 }
 
+int64_t RequireForward(const Model& m, const char* what) {
+  if (m.forward_tokens() <= 0) throw BadArgument(std::string(what) + " needs a forward first");
+  return m.forward_tokens();
+}
+
+void RequireTraining(const Model& m, const char* what) {
+  if (!m.training()) {
+    throw BadArgument(std::string(what) + " needs gradients, but this model was opened with training: false");
+  }
+}
+
 Napi::Value Backward(const Napi::CallbackInfo& info) {
   ModelPtr& m = GetModel(info[0]);
-  auto dh = Typed<float>(info[1], "dHidden");
-  const float* dlm = info[2].IsTypedArray() ? info[2].As<Napi::Float32Array>().Data() : nullptr;
+  RequireTraining(*m, "backward");
+  const int64_t T = RequireForward(*m, "backward");
+  const ModelConfig& c = m->config();
+  auto dh = Typed<float>(info[1], "dHidden", T * c.hidden);
+  const float* dlm = nullptr;
+  if (!info[2].IsUndefined() && !info[2].IsNull()) {
+    dlm = Typed<float>(info[2], "dLmHead", static_cast<int64_t>(c.vocab) * c.hidden).Data();
+  }
   m->Backward(dh.Data(), dlm);
   return info.Env().Undefined();
 }
 
 Napi::Value CrossEntropy(const Napi::CallbackInfo& info) {
   ModelPtr& m = GetModel(info[0]);
-  auto targets = Typed<int32_t>(info[1], "targets");
-  return Napi::Number::New(info.Env(), m->CrossEntropyBackward(targets.Data(), info[2].As<Napi::Number>().FloatValue()));
+  RequireTraining(*m, "crossEntropy");
+  const int64_t T = RequireForward(*m, "crossEntropy");
+  const int32_t* targets = Typed<int32_t>(info[1], "targets", T).Data();
+  const int vocab = m->config().vocab;
+  for (int64_t t = 0; t < T; ++t) {
+    if (targets[t] >= vocab) {
+      throw BadArgument("targets[" + std::to_string(t) + "] is " + std::to_string(targets[t]) +
+                        ", outside the vocabulary [0, " + std::to_string(vocab) + ") (negative = ignored)");
+    }
+  }
+  const double scale = Number(info[2], "scale");
+  return Napi::Number::New(info.Env(), m->CrossEntropyBackward(targets, static_cast<float>(scale)));
 }
 
 Napi::Value Logits(const Napi::CallbackInfo& info) {
   ModelPtr& m = GetModel(info[0]);
-  auto out = Typed<float>(info[1], "logits");
+  const int64_t T = RequireForward(*m, "logits");
+  auto out = Typed<float>(info[1], "logits", T * m->config().vocab);
   m->Logits(out.Data());
   return info.Env().Undefined();
 }
@@ -146,19 +261,31 @@ Napi::Value ZeroGrad(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value GradNormSquared(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), GetModel(info[0])->GradNormSquared());
+  ModelPtr& m = GetModel(info[0]);
+  RequireTraining(*m, "gradNormSquared");
+  return Napi::Number::New(info.Env(), m->GradNormSquared());
 }
 
 Napi::Value AdamW(const Napi::CallbackInfo& info) {
-  auto f = [&](int i) { return info[i].As<Napi::Number>().FloatValue(); };
-  GetModel(info[0])->AdamW(f(1), f(2), f(3), f(4), f(5), info[6].As<Napi::Number>().Int64Value(), f(7));
+  ModelPtr& m = GetModel(info[0]);
+  RequireTraining(*m, "adamw");
+  const double lr = Number(info[1], "lr"), b1 = Number(info[2], "beta1"), b2 = Number(info[3], "beta2");
+  const double eps = Number(info[4], "eps"), wd = Number(info[5], "weightDecay");
+  const int64_t step = Integer(info[6], "step", 1, (1LL << 53));
+  const double scale = Number(info[7], "gradScale");
+  if (lr < 0 || wd < 0 || !(eps > 0)) throw BadArgument("lr and weightDecay must be >= 0 and eps > 0");
+  if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) throw BadArgument("beta1 and beta2 must be in [0, 1)");
+  m->AdamW(static_cast<float>(lr), static_cast<float>(b1), static_cast<float>(b2), static_cast<float>(eps),
+           static_cast<float>(wd), step, static_cast<float>(scale));
   return info.Env().Undefined();
 }
 
 Napi::Value CreateCache(const Napi::CallbackInfo& info) {
   ModelPtr& m = GetModel(info[0]);
   auto* handle = new CacheHandle{m, m->NewCache()};
-  return Napi::External<CacheHandle>::New(info.Env(), handle, [](Napi::Env, CacheHandle* p) { delete p; });
+  auto out = Napi::External<CacheHandle>::New(info.Env(), handle, [](Napi::Env, CacheHandle* p) { delete p; });
+  out.TypeTag(&kCacheTag);
+  return out;
 }
 
 Napi::Value CacheLength(const Napi::CallbackInfo& info) {
@@ -167,49 +294,144 @@ Napi::Value CacheLength(const Napi::CallbackInfo& info) {
 
 Napi::Value CacheTruncate(const Napi::CallbackInfo& info) {
   CacheHandle& c = GetCache(info[0]);
-  const int n = info[1].As<Napi::Number>().Int32Value();
-  if (n < 0 || n > c.cache->len) throw Napi::RangeError::New(info.Env(), "engine: cache truncation out of range");
-  c.cache->len = n;
+  c.cache->len = static_cast<int>(Integer(info[1], "length", 0, c.cache->len));
   return info.Env().Undefined();
 }
 
 Napi::Value Extend(const Napi::CallbackInfo& info) {
   ModelPtr& m = GetModel(info[0]);
+  if (!info[1].IsArray()) throw BadArgument("caches must be an array of KV cache handles");
   Napi::Array arr = info[1].As<Napi::Array>();
-  std::vector<KvCache*> caches(arr.Length());
-  for (uint32_t i = 0; i < arr.Length(); ++i) caches[i] = GetCache(arr.Get(i)).cache.get();
+  const uint32_t batch = arr.Length();
+  if (batch < 1) throw BadArgument("caches must hold at least one KV cache handle");
+  std::vector<KvCache*> caches(batch);
+  std::unordered_set<KvCache*> seen;
+  for (uint32_t i = 0; i < batch; ++i) {
+    CacheHandle& h = GetCache(arr.Get(i));
+    if (h.model.get() != m.get()) throw BadArgument("caches[" + std::to_string(i) + "] belongs to another model");
+    if (!seen.insert(h.cache.get()).second) throw BadArgument("caches[" + std::to_string(i) + "] appears twice");
+    caches[i] = h.cache.get();
+  }
   auto tokens = Typed<int32_t>(info[2], "tokenIds");
-  auto counts = Typed<int32_t>(info[3], "counts");
-  auto out = Typed<float>(info[4], "logits");
-  m->Extend(caches, tokens.Data(), counts.Data(), out.Data());
+  const int32_t* counts = Typed<int32_t>(info[3], "counts", batch).Data();
+  int64_t sum = 0;
+  for (uint32_t b = 0; b < batch; ++b) {
+    // A zero count would make the last-token row of that sequence the previous sequence's (or row -1).
+    if (counts[b] < 1) throw BadArgument("counts[" + std::to_string(b) + "] is " + std::to_string(counts[b]) + ", must be >= 1");
+    if (static_cast<int64_t>(caches[b]->len) + counts[b] > kIntMax) throw BadArgument("a KV cache would exceed 2^31-1 tokens");
+    sum += counts[b];
+  }
+  if (sum != static_cast<int64_t>(tokens.ElementLength())) {
+    throw BadArgument("counts sum to " + std::to_string(sum) + " but tokenIds has " +
+                      std::to_string(tokens.ElementLength()) + " tokens");
+  }
+  CheckTokens(tokens.Data(), tokens.ElementLength(), m->config().vocab, "tokenIds");
+  auto out = Typed<float>(info[4], "logits", static_cast<int64_t>(batch) * m->config().vocab);
+  m->Extend(caches, tokens.Data(), counts, out.Data());
   return info.Env().Undefined();
 }
 
+// extendInvariant(model, caches, tokenIds, counts, logits[, hidden]): Extend on the panel copy of the
+// weights (packForDecode first); `hidden` receives each row's final-normed hidden state. Checks every argument itself, since a wrong length here would write past
+// the logits or read past the tokens.
+Napi::Value ExtendInvariant(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if ((info.Length() != 5 && info.Length() != 6) || !info[1].IsArray())
+    throw Napi::TypeError::New(env, "engine: extendInvariant(model, caches[], tokenIds, counts, logits[, hidden])");
+  ModelPtr& m = GetModel(info[0]);
+  Napi::Array arr = info[1].As<Napi::Array>();
+  std::vector<KvCache*> caches(arr.Length());
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    CacheHandle& h = GetCache(arr.Get(i));
+    if (h.model != m) throw Napi::TypeError::New(env, "engine: extendInvariant got a KV cache of another model");
+    caches[i] = h.cache.get();
+  }
+  auto tokens = Typed<int32_t>(info[2], "tokenIds");
+  auto counts = Typed<int32_t>(info[3], "counts");
+  auto out = Typed<float>(info[4], "logits");
+  if (tokens.TypedArrayType() != napi_int32_array || counts.TypedArrayType() != napi_int32_array ||
+      out.TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(env, "engine: extendInvariant needs Int32Array tokenIds and counts, Float32Array logits");
+  if (counts.ElementLength() != caches.size() || caches.empty())
+    throw Napi::RangeError::New(env, "engine: extendInvariant needs one count per cache (and at least one cache)");
+  size_t total = 0;
+  for (size_t b = 0; b < caches.size(); ++b) {
+    if (counts[b] <= 0) throw Napi::RangeError::New(env, "engine: extendInvariant counts must be positive");
+    total += static_cast<size_t>(counts[b]);
+  }
+  const int vocab = m->config().vocab;
+  if (tokens.ElementLength() != total)
+    throw Napi::RangeError::New(env, "engine: extendInvariant tokenIds length is not the sum of counts");
+  for (size_t t = 0; t < total; ++t)
+    if (tokens[t] < 0 || tokens[t] >= vocab) throw Napi::RangeError::New(env, "engine: token id outside the vocabulary");
+  if (out.ElementLength() != caches.size() * static_cast<size_t>(vocab))
+    throw Napi::RangeError::New(env, "engine: extendInvariant logits must hold caches.length * vocab floats");
+  float* hidden = nullptr;
+  if (info.Length() == 6 && !info[5].IsUndefined()) {
+    auto h = Typed<float>(info[5], "hidden");
+    if (h.TypedArrayType() != napi_float32_array ||
+        h.ElementLength() != caches.size() * static_cast<size_t>(m->config().hidden))
+      throw Napi::RangeError::New(env, "engine: extendInvariant hidden must be a Float32Array of caches.length * hidden");
+    hidden = h.Data();
+  }
+  m->Extend(caches, tokens.Data(), counts.Data(), out.Data(), true, hidden);
+  return env.Undefined();
+}
+
+// packForDecode(model, weightsVersion) -> whether it (re)packed the panel copy of the weights.
+Napi::Value PackForDecode(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ModelPtr& m = GetModel(info[0]);
+  if (info.Length() < 2 || !info[1].IsNumber())
+    throw Napi::TypeError::New(env, "engine: packForDecode(model, weightsVersion: number)");
+  const double v = info[1].As<Napi::Number>().DoubleValue();
+  if (!(v >= 0) || v != static_cast<double>(static_cast<int64_t>(v)) || v > 9007199254740991.0)
+    throw Napi::RangeError::New(env, "engine: packForDecode weightsVersion must be a non-negative integer");
+  return Napi::Boolean::New(env, m->PackForDecode(static_cast<int64_t>(v)));
+}
+
 Napi::Value SetThreads(const Napi::CallbackInfo& info) {
+  const int n = static_cast<int>(Integer(info[0], "threads", 0, 4096));
 #if defined(AGENTRL_HAVE_OPENMP)
-  const int n = info[0].As<Napi::Number>().Int32Value();
   if (n > 0) omp_set_num_threads(n);
   return Napi::Number::New(info.Env(), omp_get_max_threads());
 #else
+  (void)n;
   return Napi::Number::New(info.Env(), 1);
 #endif
 }
 
-// Wraps an entry point so C++ exceptions surface as JS errors with the engine's message.
+Napi::Error WithCode(Napi::Env env, const std::string& message, const char* code) {
+  Napi::Error e = Napi::Error::New(env, "engine: " + message);
+  e.Set("code", Napi::String::New(env, code));
+  return e;
+}
+
+// Wraps an entry point so every failure surfaces as a JS error with a code.
 template <Napi::Value (*F)(const Napi::CallbackInfo&)>
 Napi::Value Guard(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
   try {
     return F(info);
-  } catch (const Napi::Error&) {
-    throw;
+  } catch (const Napi::Error& e) {
+    Napi::Error out = e;
+    if (!out.Value().Has("code")) out.Set("code", Napi::String::New(env, "ENGINE_INVALID_ARGUMENT"));
+    throw out;
+  } catch (const std::invalid_argument& e) {
+    throw WithCode(env, e.what(), "ENGINE_INVALID_ARGUMENT");
+  } catch (const std::bad_alloc&) {
+    throw WithCode(env, "out of memory", "ENGINE_NATIVE_FAILURE");
   } catch (const std::exception& e) {
-    throw Napi::Error::New(info.Env(), std::string("engine: ") + e.what());
+    throw WithCode(env, e.what(), "ENGINE_NATIVE_FAILURE");
   }
 }
 
 void InitEngine(Napi::Env env, Napi::Object exports) {
   exports.Set("createModel", Napi::Function::New(env, Guard<CreateModel>, "createModel"));
   exports.Set("buffers", Napi::Function::New(env, Guard<Buffers>, "buffers"));
+  exports.Set("enableTraining", Napi::Function::New(env, Guard<EnableTraining>, "enableTraining"));
+  exports.Set("optimizerBuffers", Napi::Function::New(env, Guard<OptimizerBuffers>, "optimizerBuffers"));
+  exports.Set("memoryBytes", Napi::Function::New(env, Guard<MemoryBytes>, "memoryBytes"));
   exports.Set("initParams", Napi::Function::New(env, Guard<InitParams>, "initParams"));
   exports.Set("forward", Napi::Function::New(env, Guard<Forward>, "forward"));
   exports.Set("backward", Napi::Function::New(env, Guard<Backward>, "backward"));
@@ -222,6 +444,8 @@ void InitEngine(Napi::Env env, Napi::Object exports) {
   exports.Set("cacheLength", Napi::Function::New(env, Guard<CacheLength>, "cacheLength"));
   exports.Set("cacheTruncate", Napi::Function::New(env, Guard<CacheTruncate>, "cacheTruncate"));
   exports.Set("extend", Napi::Function::New(env, Guard<Extend>, "extend"));
+  exports.Set("extendInvariant", Napi::Function::New(env, Guard<ExtendInvariant>, "extendInvariant"));
+  exports.Set("packForDecode", Napi::Function::New(env, Guard<PackForDecode>, "packForDecode"));
   exports.Set("setThreads", Napi::Function::New(env, Guard<SetThreads>, "setThreads"));
   exports.Set("backend", Napi::String::New(env, "cpu"));
   InitEngineBench(env, exports);

@@ -213,6 +213,8 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// The host mirror's views. A device model always has gradients (the device allocates them with
+// the model), so `training: false` only matters on the CPU.
 Napi::Value Buffers(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   GpuPtr& g = GetModel(info[0]);
@@ -220,8 +222,32 @@ Napi::Value Buffers(const Napi::CallbackInfo& info) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("params", View(env, g, m.params(), m.num_params()));
   out.Set("grads", View(env, g, m.grads(), m.num_params()));
+  return out;
+}
+
+Napi::Value OptimizerBuffers(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  GpuPtr& g = GetModel(info[0]);
+  Model& m = *g->host;
+  Napi::Object out = Napi::Object::New(env);
   out.Set("adamM", View(env, g, m.adam_m(), m.num_params()));
   out.Set("adamV", View(env, g, m.adam_v(), m.num_params()));
+  return out;
+}
+
+Napi::Value EnableTraining(const Napi::CallbackInfo& info) {
+  GpuPtr& g = GetModel(info[0]);
+  return View(info.Env(), g, g->host->grads(), g->host->num_params());
+}
+
+// Device bytes: weights and gradients always, both moments once AdamW ran or the host asked.
+Napi::Value MemoryBytes(const Napi::CallbackInfo& info) {
+  GpuModel& g = *GetModel(info[0]);
+  const double bytes = static_cast<double>(g.host->num_params()) * sizeof(float);
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("params", bytes);
+  out.Set("grads", bytes);
+  out.Set("optimizer", g.host->has_optimizer_state() ? 2 * bytes : 0.0);
   return out;
 }
 
@@ -429,6 +455,9 @@ void InitEngineGpu(Napi::Env env, Napi::Object exports) {
   auto fn = [&](const char* name, Napi::Function f) { exports.Set(name, f); };
   fn("createModel", Napi::Function::New(env, Guard<CreateModel>, "createModel"));
   fn("buffers", Napi::Function::New(env, Guard<Buffers>, "buffers"));
+  fn("optimizerBuffers", Napi::Function::New(env, Guard<OptimizerBuffers>, "optimizerBuffers"));
+  fn("enableTraining", Napi::Function::New(env, Guard<EnableTraining>, "enableTraining"));
+  fn("memoryBytes", Napi::Function::New(env, Guard<MemoryBytes>, "memoryBytes"));
   fn("syncToHost", Napi::Function::New(env, Guard<SyncToHost>, "syncToHost"));
   fn("syncToDevice", Napi::Function::New(env, Guard<SyncToDevice>, "syncToDevice"));
   fn("initParams", Napi::Function::New(env, Guard<InitParams>, "initParams"));

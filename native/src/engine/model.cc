@@ -5,8 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "engine/cpu/ops.h"
+#include "engine/cpu/panel_gemm.h"
 #include "engine/cpu/sgemm.h"
 
 namespace agentrl::engine {
@@ -29,7 +31,7 @@ void Buffer::Zero() {
   if (data_) std::memset(data_, 0, size_ * sizeof(float));
 }
 
-Model::Model(const ModelConfig& cfg) : cfg_(cfg) {
+Model::Model(const ModelConfig& cfg, bool training) : cfg_(cfg) {
   const int h = cfg.hidden, d = cfg.head_dim, qd = cfg.heads * d, kd = cfg.kv_heads * d, im = cfg.intermediate;
   size_t off = 0;
   auto add = [&](const std::string& name, std::vector<int64_t> shape, bool decay) {
@@ -66,10 +68,25 @@ Model::Model(const ModelConfig& cfg) : cfg_(cfg) {
   num_params_ = off;
   params_.Resize(off);
   params_.Zero();
-  grads_.Resize(off);
-  grads_.Zero();
+  if (training) EnableTraining();
   acts_.resize(cfg.layers);
 }
+
+void Model::EnableTraining() {
+  if (training_) return;
+  grads_.Resize(num_params_);
+  grads_.Zero();
+  training_ = true;
+}
+
+namespace {
+void RequireTraining(bool training, const char* what) {
+  if (!training) {
+    throw std::invalid_argument(std::string(what) +
+                                " needs gradients, but this model was opened without them (training: false)");
+  }
+}
+}  // namespace
 
 float* Model::adam_m() {
   if (!adam_ready_) {
@@ -181,9 +198,9 @@ void Model::LayerForward(int layer, const float* x_in, float* x_out, LayerActs& 
   a.g.Resize(T * im);
   a.u.Resize(T * im);
   cpu::RmsNormForward(x_in, p.ln1, a.xn1.data(), a.r1.data(), total, h, c.eps);
-  Sgemm(false, true, total, qd, h, 1.0f, a.xn1.data(), h, p.wq, h, 0.0f, a.q.data(), qd);
-  Sgemm(false, true, total, kd, h, 1.0f, a.xn1.data(), h, p.wk, h, 0.0f, a.k.data(), kd);
-  Sgemm(false, true, total, kd, h, 1.0f, a.xn1.data(), h, p.wv, h, 0.0f, a.v.data(), kd);
+  Linear(p.wq, total, qd, h, a.xn1.data(), false, a.q.data());
+  Linear(p.wk, total, kd, h, a.xn1.data(), false, a.k.data());
+  Linear(p.wv, total, kd, h, a.xn1.data(), false, a.v.data());
   AddBias(a.q.data(), p.bq, total, qd);
   AddBias(a.k.data(), p.bk, total, kd);
   AddBias(a.v.data(), p.bv, total, kd);
@@ -225,11 +242,11 @@ void Model::LayerForward(int layer, const float* x_in, float* x_out, LayerActs& 
                          shape);
   }
   std::memcpy(a.xmid.data(), x_in, T * h * sizeof(float));
-  Sgemm(false, true, total, h, qd, 1.0f, a.att.data(), qd, p.wo, qd, 1.0f, a.xmid.data(), h);
+  Linear(p.wo, total, h, qd, a.att.data(), true, a.xmid.data());
   AddBias(a.xmid.data(), p.bo, total, h);
   cpu::RmsNormForward(a.xmid.data(), p.ln2, a.xn2.data(), a.r2.data(), total, h, c.eps);
-  Sgemm(false, true, total, im, h, 1.0f, a.xn2.data(), h, p.wg, h, 0.0f, a.g.data(), im);
-  Sgemm(false, true, total, im, h, 1.0f, a.xn2.data(), h, p.wu, h, 0.0f, a.u.data(), im);
+  Linear(p.wg, total, im, h, a.xn2.data(), false, a.g.data());
+  Linear(p.wu, total, im, h, a.xn2.data(), false, a.u.data());
   act_.Resize(T * im);
   float* act = act_.data();
   const float* g = a.g.data();
@@ -237,7 +254,54 @@ void Model::LayerForward(int layer, const float* x_in, float* x_out, LayerActs& 
 #pragma omp parallel for schedule(static) if (T * im > 65536)
   for (size_t i = 0; i < T * im; ++i) act[i] = g[i] * Sigmoid(g[i]) * u[i];
   std::memcpy(x_out, a.xmid.data(), T * h * sizeof(float));
-  Sgemm(false, true, total, h, im, 1.0f, act, im, p.wd, im, 1.0f, x_out, h);
+  Linear(p.wd, total, h, im, act, true, x_out);
+}
+
+void Model::Linear(const float* w, int rows, int n, int k, const float* x, bool accumulate, float* y) {
+  const float beta = accumulate ? 1.0f : 0.0f;
+  switch (linear_mode_) {
+    case LinearMode::kTrain:
+      Sgemm(false, true, rows, n, k, 1.0f, x, k, w, k, beta, y, n);
+      return;
+    case LinearMode::kDecode:
+      cpu::SgemmSmallM(false, true, rows, n, k, 1.0f, x, k, w, k, beta, y, n);
+      return;
+    case LinearMode::kInvariant: {
+      const auto at = panel_at_.find(w);
+      if (at == panel_at_.end()) throw std::logic_error("engine: invariant decode without a panel copy of a weight");
+      cpu::PanelGemm(rows, n, k, x, k, w, panels_.data() + at->second, accumulate, y, n);
+      return;
+    }
+  }
+}
+
+bool Model::PackForDecode(int64_t version) {
+  if (version == panels_version_) return false;
+  const ModelConfig& c = cfg_;
+  const int h = c.hidden, qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim, im = c.intermediate;
+  std::vector<std::pair<const float*, std::pair<int, int>>> mats;
+  for (int l = 0; l < c.layers; ++l) {
+    const LayerView p = View(params_.data(), l);
+    mats.push_back({p.wq, {qd, h}});
+    mats.push_back({p.wk, {kd, h}});
+    mats.push_back({p.wv, {kd, h}});
+    mats.push_back({p.wo, {h, qd}});
+    mats.push_back({p.wg, {im, h}});
+    mats.push_back({p.wu, {im, h}});
+    mats.push_back({p.wd, {h, im}});
+  }
+  mats.push_back({Lm(params_.data()), {c.vocab, h}});
+  size_t total = 0;
+  panel_at_.clear();
+  for (const auto& m : mats) {
+    panel_at_[m.first] = total;
+    total += (cpu::PanelFloats(m.second.first, m.second.second) + 15) / 16 * 16;  // 64-byte aligned panels
+  }
+  panels_.Resize(total);
+  for (const auto& m : mats)
+    cpu::PackPanels(m.first, m.second.first, m.second.second, panels_.data() + panel_at_[m.first]);
+  panels_version_ = version;
+  return true;
 }
 
 void Model::LayerBackward(int layer, const float* x_in, LayerActs& a, float* dres) {
@@ -337,6 +401,7 @@ const float* Model::Forward(const int32_t* tokens, const int32_t* cu, int num_se
 }
 
 void Model::Backward(const float* d_hidden, const float* d_lm_head) {
+  RequireTraining(training_, "backward");
   const ModelConfig& c = cfg_;
   const int h = c.hidden;
   const size_t T = static_cast<size_t>(total_);
@@ -366,6 +431,7 @@ void Model::Backward(const float* d_hidden, const float* d_lm_head) {
 }
 
 double Model::CrossEntropyBackward(const int32_t* targets, float scale) {
+  RequireTraining(training_, "crossEntropy");
   const ModelConfig& c = cfg_;
   const int h = c.hidden, vocab = c.vocab;
   const size_t T = static_cast<size_t>(total_);
@@ -415,9 +481,12 @@ void Model::Logits(float* out) {
         cfg_.hidden, 0.0f, out, cfg_.vocab);
 }
 
-void Model::ZeroGrad() { grads_.Zero(); }
+void Model::ZeroGrad() {
+  if (training_) grads_.Zero();
+}
 
 double Model::GradNormSquared() const {
+  RequireTraining(training_, "gradNorm");
   // Fixed-size blocks summed in order: the same result for any thread count.
   constexpr size_t kBlock = 1 << 16;
   const size_t n = num_params_;
@@ -438,6 +507,7 @@ double Model::GradNormSquared() const {
 
 void Model::AdamW(float lr, float beta1, float beta2, float eps, float weight_decay, int64_t step,
                   float grad_scale) {
+  RequireTraining(training_, "adamw");
   float* m = adam_m();
   float* v = adam_v();
   float* p = params_.data();
@@ -466,7 +536,14 @@ std::unique_ptr<KvCache> Model::NewCache() const {
   return cache;
 }
 
-void Model::Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, const int32_t* counts, float* logits) {
+void Model::Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, const int32_t* counts, float* logits,
+                   bool invariant, float* hidden_out) {
+  if (invariant && panels_version_ < 0) throw std::logic_error("engine: invariant extend before PackForDecode");
+  struct ModeScope {
+    LinearMode& mode;
+    ~ModeScope() { mode = LinearMode::kTrain; }
+  } scope{linear_mode_};
+  linear_mode_ = invariant ? LinearMode::kInvariant : LinearMode::kDecode;
   const ModelConfig& c = cfg_;
   const int h = c.hidden, kd = c.kv_heads * c.head_dim;
   const int batch = static_cast<int>(caches.size());
@@ -529,7 +606,8 @@ void Model::Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, c
     caches[b]->len += counts[b];
   }
   cpu::RmsNormForward(last.data(), params_.data() + norm_off_, normed.data(), r.data(), batch, h, c.eps);
-  Sgemm(false, true, batch, c.vocab, h, 1.0f, normed.data(), h, Lm(params_.data()), h, 0.0f, logits, c.vocab);
+  Linear(Lm(params_.data()), batch, c.vocab, h, normed.data(), false, logits);
+  if (hidden_out) std::memcpy(hidden_out, normed.data(), static_cast<size_t>(batch) * h * sizeof(float));
 }
 
 }  // namespace agentrl::engine

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -78,7 +79,9 @@ struct KvCache {
 
 class Model {
  public:
-  explicit Model(const ModelConfig& cfg);
+  // `training` false: no gradient buffer (eval, serving); EnableTraining() adds it later. The AdamW
+  // moments are allocated on first use (adam_m / AdamW), never for a model nobody optimises.
+  explicit Model(const ModelConfig& cfg, bool training = true);
   const ModelConfig& config() const { return cfg_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   size_t num_params() const { return num_params_; }
@@ -86,6 +89,11 @@ class Model {
   float* grads() const { return grads_.data(); }
   float* adam_m();
   float* adam_v();
+  bool training() const { return training_; }
+  bool has_optimizer_state() const { return adam_ready_; }
+  void EnableTraining();
+  // Tokens of the latest training Forward (0 before the first): what Backward / Logits will read.
+  int forward_tokens() const { return total_; }
 
   void InitParams(uint64_t seed, float stddev);
   // Training forward over a packed batch; keeps what the backward needs. Returns hidden [T, H].
@@ -102,7 +110,18 @@ class Model {
   void AdamW(float lr, float beta1, float beta2, float eps, float weight_decay, int64_t step, float grad_scale);
 
   // Appends counts[b] tokens to caches[b] and returns the logits of each sequence's last new token [B, V].
-  void Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, const int32_t* counts, float* logits);
+  // With `invariant`, every product runs on the weights' panel copy (see PackForDecode and
+  // cpu/panel_gemm.h): a token's logits are then bit-identical whatever else shares the call, and
+  // equal to the training forward's. Without it, small batches take the faster-to-write but
+  // batch-dependent dot-product GEMM path.
+  // `hidden_out` (optional, [B, H]) receives the final-normed hidden state the logits came from.
+  void Extend(const std::vector<KvCache*>& caches, const int32_t* tokens, const int32_t* counts, float* logits,
+              bool invariant = false, float* hidden_out = nullptr);
+  // Packs every matrix into the panel layout of invariant Extend unless the copy already holds
+  // weights version `version` (the caller's count of weight changes). Returns whether it packed.
+  bool PackForDecode(int64_t version);
+  // Bytes of the panel copy (0 before the first PackForDecode).
+  size_t PanelBytes() const { return panels_.size() * sizeof(float); }
   std::unique_ptr<KvCache> NewCache() const;
 
  private:
@@ -112,13 +131,16 @@ class Model {
   void LayerForward(int layer, const float* x_in, float* x_out, LayerActs& a, int total,
                     const std::vector<KvCache*>* caches);
   void LayerBackward(int layer, const float* x_in, LayerActs& a, float* dres);
+  // y[rows, n] = x[rows, k] w^T (+ y when accumulate), w stored [n, k]: the one place that picks the
+  // GEMM of the current mode (training, decode, invariant decode).
+  void Linear(const float* w, int rows, int n, int k, const float* x, bool accumulate, float* y);
 
   ModelConfig cfg_;
   std::vector<TensorInfo> tensors_;
   std::vector<LayerOffsets> layer_off_;
   size_t embed_off_ = 0, norm_off_ = 0, lm_off_ = kAbsent, num_params_ = 0;
   Buffer params_, grads_, m_, v_;
-  bool adam_ready_ = false;
+  bool adam_ready_ = false, training_ = false;
 
   // Activations of the latest training forward.
   int total_ = 0, num_seqs_ = 0;
@@ -133,6 +155,12 @@ class Model {
   LayerActs infer_acts_;
   Buffer infer_x_, infer_y_, infer_last_, infer_normed_, infer_r_;
   int rope_len_ = 0;
+  // Panel copies of the weights for invariant Extend, and the mode LayerForward's products run in.
+  enum class LinearMode { kTrain, kDecode, kInvariant };
+  LinearMode linear_mode_ = LinearMode::kTrain;
+  Buffer panels_;
+  std::unordered_map<const float*, size_t> panel_at_;
+  int64_t panels_version_ = -1;
 };
 
 }  // namespace agentrl::engine

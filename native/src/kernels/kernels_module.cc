@@ -3,6 +3,8 @@
 // still gets a JS error, never a crash. C++ exceptions become JS errors with a `code`.
 #include <napi.h>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +12,7 @@
 #include "kernels/gpu_fused_linear.h"
 #include "kernels/gpu_policy_loss.h"
 #include "kernels/policy_loss.h"
+#include "napi_args.h"
 #include "registry.h"
 
 namespace agentrl::kernels {
@@ -19,39 +22,29 @@ struct BackendUnavailable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-template <typename Arr>
-constexpr napi_typedarray_type kTypeOf = napi_float32_array;
-template <>
-constexpr napi_typedarray_type kTypeOf<Napi::Int32Array> = napi_int32_array;
-template <>
-constexpr napi_typedarray_type kTypeOf<Napi::Uint8Array> = napi_uint8_array;
-template <>
-constexpr napi_typedarray_type kTypeOf<Napi::Uint16Array> = napi_uint16_array;
-
-template <typename Arr>
-Arr Typed(const Napi::Object& o, const char* name, int64_t length) {
-  Napi::Value v = o.Get(name);
-  if (!v.IsTypedArray()) throw InvalidArgument(std::string(name) + " must be a typed array");
-  if (v.As<Napi::TypedArray>().TypedArrayType() != kTypeOf<Arr>) {
-    throw InvalidArgument(std::string(name) + " has the wrong dtype");
-  }
-  Arr a = v.As<Arr>();
-  if (length >= 0 && static_cast<int64_t>(a.ElementLength()) != length) {
-    throw InvalidArgument(std::string(name) + " has " + std::to_string(a.ElementLength()) + " elements, expected " +
-                          std::to_string(length));
-  }
-  return a;
+template <typename T>
+Napi::TypedArrayOf<T> Typed(const Napi::Object& o, const char* name, int64_t length) {
+  return args::Typed<InvalidArgument, T>(o.Get(name), name, length);
 }
 
-int64_t Int(const Napi::Object& o, const char* name) {
-  Napi::Value v = o.Get(name);
-  if (!v.IsNumber()) throw InvalidArgument(std::string(name) + " must be a number");
-  return v.As<Napi::Number>().Int64Value();
+double Finite(const Napi::Value& v, const char* name) { return args::Finite<InvalidArgument>(v, name); }
+
+int64_t IntIn(const Napi::Value& v, const char* name, int64_t lo, int64_t hi) {
+  return args::IntegerIn<InvalidArgument>(v, name, lo, hi);
 }
+
+constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
+
+int64_t Int(const Napi::Object& o, const char* name) { return IntIn(o.Get(name), name, -kMaxDim, kMaxDim); }
 
 double Num(const Napi::Object& o, const char* name, double fallback) {
   Napi::Value v = o.Get(name);
-  return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
+  return v.IsUndefined() ? fallback : Finite(v, name);
+}
+
+int64_t IntOr(const Napi::Object& o, const char* name, int64_t fallback, int64_t lo, int64_t hi) {
+  Napi::Value v = o.Get(name);
+  return v.IsUndefined() ? fallback : IntIn(v, name, lo, hi);
 }
 
 LossConfig ConfigFrom(const Napi::Value& v) {
@@ -63,11 +56,12 @@ LossConfig ConfigFrom(const Napi::Value& v) {
   c.clip_high = static_cast<float>(Num(o, "clipHigh", 0.28));
   c.dual_clip = static_cast<float>(Num(o, "dualClip", 0));
   c.max_log_ratio = static_cast<float>(Num(o, "maxLogRatio", 20));
-  c.aggregation = static_cast<Aggregation>(static_cast<int>(Num(o, "aggregation", 0)));
+  // The enum's range is checked before the cast: an out-of-range Aggregation would pick no weight.
+  c.aggregation = static_cast<Aggregation>(IntOr(o, "aggregation", 0, 0, 3));
   c.sequence_ratio = Num(o, "sequenceRatio", 0) != 0;
   c.horizon = Num(o, "horizon", 0);
-  c.token_count = static_cast<int64_t>(Num(o, "tokenCount", -1));
-  c.seq_count = static_cast<int64_t>(Num(o, "seqCount", -1));
+  c.token_count = IntOr(o, "tokenCount", -1, -1, int64_t{1} << 53);
+  c.seq_count = IntOr(o, "seqCount", -1, -1, int64_t{1} << 53);
   c.entropy = Num(o, "entropy", 0) != 0;
   if (!(c.temperature > 0)) throw InvalidArgument("config.temperature must be > 0");
   if (c.aggregation == Aggregation::kSeqMeanTokenSumNorm && !(c.horizon > 0)) {
@@ -80,12 +74,12 @@ LossConfig ConfigFrom(const Napi::Value& v) {
 TokenInputs TokensFrom(const Napi::Object& o, int64_t T, int64_t V) {
   TokenInputs in;
   in.T = T;
-  auto targets = Typed<Napi::Int32Array>(o, "targets", T);
+  auto targets = Typed<int32_t>(o, "targets", T);
   in.targets = targets.Data();
-  in.old_logp = Typed<Napi::Float32Array>(o, "oldLogprobs", T).Data();
-  in.adv = Typed<Napi::Float32Array>(o, "advantages", T).Data();
-  in.mask = Typed<Napi::Uint8Array>(o, "lossMask", T).Data();
-  auto cu = Typed<Napi::Int32Array>(o, "cuSeqlens", -1);
+  in.old_logp = Typed<float>(o, "oldLogprobs", T).Data();
+  in.adv = Typed<float>(o, "advantages", T).Data();
+  in.mask = Typed<uint8_t>(o, "lossMask", T).Data();
+  auto cu = Typed<int32_t>(o, "cuSeqlens", -1);
   if (cu.ElementLength() < 1 || cu[0] != 0 || cu[cu.ElementLength() - 1] != T) {
     throw InvalidArgument("cuSeqlens must start at 0 and end at T");
   }
@@ -155,16 +149,16 @@ PolicyLossCall PreparePolicyLoss(const Napi::Object& o) {
   PolicyLossCall call;
   const int64_t V = Int(o, "vocabSize");
   if (V < 1) throw InvalidArgument("vocabSize must be >= 1");
-  const int64_t T = Typed<Napi::Int32Array>(o, "targets", -1).ElementLength();
+  const int64_t T = Typed<int32_t>(o, "targets", -1).ElementLength();
   call.V = V;
   call.config = ConfigFrom(o.Get("config"));
   call.tokens = TokensFrom(o, T, V);
   call.bf16 = o.Get("bf16").ToBoolean();
-  call.logits = call.bf16 ? static_cast<const void*>(Typed<Napi::Uint16Array>(o, "logits", T * V).Data())
-                          : static_cast<const void*>(Typed<Napi::Float32Array>(o, "logits", T * V).Data());
-  call.dlogits = Typed<Napi::Float32Array>(o, "dlogits", T * V).Data();
-  call.logp = Typed<Napi::Float32Array>(o, "logp", T).Data();
-  call.entropy = call.config.entropy ? Typed<Napi::Float32Array>(o, "entropy", T).Data() : nullptr;
+  call.logits = call.bf16 ? static_cast<const void*>(Typed<uint16_t>(o, "logits", T * V).Data())
+                          : static_cast<const void*>(Typed<float>(o, "logits", T * V).Data());
+  call.dlogits = Typed<float>(o, "dlogits", T * V).Data();
+  call.logp = Typed<float>(o, "logp", T).Data();
+  call.entropy = call.config.entropy ? Typed<float>(o, "entropy", T).Data() : nullptr;
   call.backend = o.Get("backend").ToString().Utf8Value();
   if (call.backend != "cpu" && call.backend != "cuda" && call.backend != "hip") {
     throw InvalidArgument("backend must be cpu, cuda or hip");
@@ -281,14 +275,14 @@ Napi::Value FusedLinear(const Napi::CallbackInfo& info) {
   return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
     const int64_t V = Int(o, "vocabSize"), H = Int(o, "hiddenSize");
     if (V < 1 || H < 1) throw InvalidArgument("vocabSize and hiddenSize must be >= 1");
-    const int64_t T = Typed<Napi::Int32Array>(o, "targets", -1).ElementLength();
+    const int64_t T = Typed<int32_t>(o, "targets", -1).ElementLength();
     LossConfig c = ConfigFrom(o.Get("config"));
     TokenInputs in = TokensFrom(o, T, V);
-    const float* hidden = Typed<Napi::Float32Array>(o, "hidden", T * H).Data();
-    const float* weight = Typed<Napi::Float32Array>(o, "weight", V * H).Data();
-    float* dh = Typed<Napi::Float32Array>(o, "dHidden", T * H).Data();
-    float* dw = Typed<Napi::Float32Array>(o, "dWeight", V * H).Data();
-    float* logp = Typed<Napi::Float32Array>(o, "logp", T).Data();
+    const float* hidden = Typed<float>(o, "hidden", T * H).Data();
+    const float* weight = Typed<float>(o, "weight", V * H).Data();
+    float* dh = Typed<float>(o, "dHidden", T * H).Data();
+    float* dw = Typed<float>(o, "dWeight", V * H).Data();
+    float* logp = Typed<float>(o, "logp", T).Data();
     int64_t ws = 0;
     const std::string backend = o.Has("backend") ? o.Get("backend").ToString().Utf8Value() : "cpu";
     Metrics m = backend == "cpu"
@@ -303,8 +297,8 @@ Napi::Value FusedLinear(const Napi::CallbackInfo& info) {
 
 Napi::Value CopyBandwidth(const Napi::CallbackInfo& info) {
   return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
-    auto src = Typed<Napi::Float32Array>(o, "src", -1);
-    auto dst = Typed<Napi::Float32Array>(o, "dst", src.ElementLength());
+    auto src = Typed<float>(o, "src", -1);
+    auto dst = Typed<float>(o, "dst", src.ElementLength());
     CopyFloats(src.Data(), dst.Data(), static_cast<int64_t>(src.ElementLength()));
     return env.Undefined();
   });
@@ -312,7 +306,7 @@ Napi::Value CopyBandwidth(const Napi::CallbackInfo& info) {
 
 Napi::Value ScaleInPlace(const Napi::CallbackInfo& info) {
   return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
-    auto data = Typed<Napi::Float32Array>(o, "data", -1);
+    auto data = Typed<float>(o, "data", -1);
     ScaleFloats(data.Data(), static_cast<int64_t>(data.ElementLength()), static_cast<float>(Num(o, "factor", 1)));
     return env.Undefined();
   });

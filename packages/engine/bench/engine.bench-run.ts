@@ -8,10 +8,10 @@ import type * as TF from '@tensorflow/tfjs-core';
 import { it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import type { ModelConfigInput } from '../src/config.js';
-import { createGenerator } from '../src/generator.js';
 import { createModel, type Model } from '../src/model.js';
 import { engineBinding } from '../src/native.js';
 import { referenceCrossEntropy, referenceForward, tf } from '../test/tfjs-reference.js';
+import { decodeRun, LLAMA_100M } from './decode-run.js';
 
 it('engine benchmark', async () => {
   const quick = process.env.ENGINE_BENCH_QUICK === '1';
@@ -38,18 +38,7 @@ it('engine benchmark', async () => {
       tie_word_embeddings: true,
       max_position_embeddings: 2048,
     },
-    '100M': {
-      architectures: ['LlamaForCausalLM'],
-      vocab_size: 32000,
-      hidden_size: 768,
-      intermediate_size: 2048,
-      num_hidden_layers: 12,
-      num_attention_heads: 12,
-      num_key_value_heads: 4,
-      head_dim: 64,
-      tie_word_embeddings: true,
-      max_position_embeddings: 2048,
-    },
+    '100M': LLAMA_100M,
   };
 
   /** Matmul and attention FLOPs of one forward+backward over `seqLens` (backward = 2x forward). */
@@ -198,34 +187,15 @@ it('engine benchmark', async () => {
   for (const name of ['10M', '100M']) {
     const model = createModel(configs[name] as ModelConfigInput, { seed: 3 });
     for (const batchSize of [1, 64]) {
-      const gen = createGenerator(model);
       const newTokens = quick ? 4 : name === '100M' ? 16 : 32;
-      const prompts = Array.from({ length: batchSize }, (_, i) =>
-        Array.from({ length: 32 }, (_, t) => (i * 31 + t * 3) % model.shape.vocab),
-      );
       samplePeak();
-      let t0 = now();
-      const first = await gen.generate(
-        prompts.map((tokenIds, i) => ({
-          cacheId: `r${i}`,
-          tokenIds,
-          params: { temperature: 1, maxNewTokens: 1, seed: i },
-        })),
-      );
-      const prefill = now() - t0;
-      t0 = now();
-      const out = await gen.generate(
-        prompts.map((p, i) => ({
-          cacheId: `r${i}`,
-          tokenIds: [...p, ...(first[i]?.tokenIds ?? [])],
-          params: { temperature: 1, maxNewTokens: newTokens, seed: i },
-        })),
-      );
-      const decode = now() - t0;
-      const produced = out.reduce((n, o) => n + o.tokenIds.length, 0);
+      const run = await decodeRun(model, batchSize, newTokens, true);
+      const produced = batchSize * newTokens;
+      const decode = produced / run.decodeTokensPerS;
+      const prefill = (32 * batchSize) / run.prefillTokensPerS;
       results[`sample_${name}_batch${batchSize}`] = {
-        decode_tokens_per_s: produced / decode,
-        prefill_tokens_per_s: (32 * batchSize) / prefill,
+        decode_tokens_per_s: run.decodeTokensPerS,
+        prefill_tokens_per_s: run.prefillTokensPerS,
         new_tokens: produced,
       };
       console.log(

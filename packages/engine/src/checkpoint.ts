@@ -1,88 +1,76 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseModelConfig } from './config.js';
+import { type ModelDtype, parseModelConfig, toHfConfigJson } from './config.js';
 import { EngineError } from './errors.js';
-import { createEmptyModel, type Model } from './model.js';
+import { createEmptyModel, type Model, type ModelMemoryOptions } from './model.js';
 import type { AdamW } from './optimizer.js';
-import {
-  decodeToF32,
-  f32ToBf16,
-  parseSafetensors,
-  serializeSafetensors,
-  type TensorEntry,
-} from './safetensors.js';
+import type { SafetensorsDtype, TensorSource } from './safetensors.js';
+import { DEFAULT_MAX_SHARD_BYTES, forEachTensor, shardFiles, writeSharded } from './shards.js';
 
 export interface SaveModelOptions {
-  /** dtype on disk; default float32 */
-  dtype?: 'float32' | 'bfloat16';
-  /** Split into model-0000i-of-0000n.safetensors + index when the weights exceed this many bytes. */
+  /** dtype on disk; default the model's own (`model.dtype`: what config.json said, float32 for a new model) */
+  dtype?: ModelDtype;
+  /**
+   * Split into model-0000i-of-0000n.safetensors + model.safetensors.index.json when the weights
+   * exceed this many bytes; default 5 GB (huggingface_hub's `max_shard_size`).
+   */
   maxShardBytes?: number;
 }
 
-const SINGLE = 'model.safetensors';
-const INDEX = 'model.safetensors.index.json';
+export interface SaveOptimizerOptions {
+  /** Shard size of optimizer-0000i-of-0000n.safetensors; default 5 GB, as for the weights. */
+  maxShardBytes?: number;
+}
+
+const ON_DISK: Record<ModelDtype, SafetensorsDtype> = { float32: 'F32', bfloat16: 'BF16', float16: 'F16' };
 /** Tensors HF checkpoints may carry that the engine recomputes instead of loading. */
 const IGNORED = /\.rotary_emb\.inv_freq$/;
 
-/** Writes config.json and model.safetensors (or shards + index) with Hugging Face tensor names. */
+/**
+ * Writes config.json and model.safetensors (or shards + index, as transformers' save_pretrained
+ * does) with Hugging Face tensor names, streaming each tensor to disk: checkpoints of any size.
+ */
 export async function saveModel(model: Model, dir: string, options: SaveModelOptions = {}): Promise<void> {
-  const dtype = options.dtype ?? 'float32';
+  const dtype = options.dtype ?? model.dtype;
+  if (!(dtype in ON_DISK)) {
+    throw new EngineError(
+      'INVALID_REQUEST',
+      `saveModel dtype "${String(dtype)}"; use float32, bfloat16 or float16`,
+    );
+  }
   await mkdir(dir, { recursive: true });
-  const entries: Array<[string, TensorEntry]> = model.parameters().map((p) => [
-    p.name,
-    dtype === 'bfloat16'
-      ? { dtype: 'BF16', shape: p.shape, data: f32ToBf16(p.data) }
-      : {
-          dtype: 'F32',
-          shape: p.shape,
-          data: new Uint8Array(p.data.buffer, p.data.byteOffset, p.data.byteLength),
-        },
-  ]);
-  const config = { ...model.config, torch_dtype: dtype };
-  await writeFile(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
-  const total = entries.reduce((n, [, e]) => n + e.data.length, 0);
-  const max = options.maxShardBytes ?? Number.POSITIVE_INFINITY;
-  if (total <= max) {
-    await writeFile(join(dir, SINGLE), serializeSafetensors(new Map(entries), { format: 'pt' }));
-    return;
-  }
-  const shards: Array<Map<string, TensorEntry>> = [];
-  let current = new Map<string, TensorEntry>();
-  let size = 0;
-  for (const [name, e] of entries) {
-    if (size > 0 && size + e.data.length > max) {
-      shards.push(current);
-      current = new Map();
-      size = 0;
-    }
-    current.set(name, e);
-    size += e.data.length;
-  }
-  shards.push(current);
-  const weightMap: Record<string, string> = {};
-  const pad = (i: number) => String(i).padStart(5, '0');
-  for (let i = 0; i < shards.length; i++) {
-    const file = `model-${pad(i + 1)}-of-${pad(shards.length)}.safetensors`;
-    const shard = shards[i] as Map<string, TensorEntry>;
-    for (const name of shard.keys()) weightMap[name] = file;
-    await writeFile(join(dir, file), serializeSafetensors(shard, { format: 'pt' }));
-  }
-  const sortedMap = Object.fromEntries(
-    Object.entries(weightMap).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-  );
+  const tensors: TensorSource[] = model
+    .parameters()
+    .map((p) => ({ name: p.name, dtype: ON_DISK[dtype], shape: p.shape, data: p.data }));
   await writeFile(
-    join(dir, INDEX),
-    `${JSON.stringify({ metadata: { total_size: total }, weight_map: sortedMap }, null, 2)}\n`,
+    join(dir, 'config.json'),
+    `${JSON.stringify(toHfConfigJson(model.config, dtype), null, 2)}\n`,
   );
+  await writeSharded(dir, tensors, {
+    prefix: 'model',
+    maxShardBytes: shardLimit(options.maxShardBytes),
+    metadata: { format: 'pt' },
+    indexMetadata: { total_parameters: model.numParameters },
+  });
 }
 
+function shardLimit(n: number | undefined): number {
+  if (n === undefined) return DEFAULT_MAX_SHARD_BYTES;
+  if (!(n > 0)) throw new EngineError('INVALID_REQUEST', `maxShardBytes must be positive, got ${n}`);
+  return n;
+}
+
+export interface LoadModelOptions extends ModelMemoryOptions {}
+
 /**
- * Loads a Hugging Face checkpoint directory (config.json + model.safetensors or a sharded index).
+ * Loads a Hugging Face checkpoint directory (config.json + model.safetensors or a sharded index),
+ * reading each tensor straight into the model's weights (F32, BF16 or F16 on disk; fp32 in memory).
+ * `{ training: false }` opens it for eval or serving: no gradients, no optimizer moments.
  * Refuses, with the reason, a missing file, an unknown architecture, a truncated file, a missing,
  * unexpected or wrong-shaped tensor.
  */
-export async function loadModel(dir: string): Promise<Model> {
+export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<Model> {
   const configPath = join(dir, 'config.json');
   if (!existsSync(configPath)) {
     throw new EngineError(
@@ -96,32 +84,35 @@ export async function loadModel(dir: string): Promise<Model> {
   } catch (err) {
     throw new EngineError('CHECKPOINT_INVALID', `${configPath} is not valid JSON`, { cause: err });
   }
-  const model = createEmptyModel(parseModelConfig(raw));
-  const files = await checkpointFiles(dir);
+  const config = parseModelConfig(raw);
+  const files = await shardFiles(dir, 'model');
+  if (!files)
+    throw new EngineError(
+      'CHECKPOINT_NOT_FOUND',
+      `no model.safetensors or model.safetensors.index.json in ${dir}`,
+    );
+  const model = createEmptyModel(config, options);
   const expected = new Map(model.parameters().map((p) => [p.name, p]));
   const seen = new Set<string>();
-  for (const file of files) {
-    const parsed = parseSafetensors(new Uint8Array(await readFile(join(dir, file))), join(dir, file));
-    for (const [name, entry] of parsed.tensors) {
-      if (IGNORED.test(name)) continue;
-      const p = expected.get(name);
-      if (!p) {
-        if (name === 'lm_head.weight' && model.shape.tied) continue;
-        throw new EngineError(
-          'CHECKPOINT_MISMATCH',
-          `${file} has tensor ${name}, which a ${model.config.architectures[0]} with this config.json does not have; the weights and config.json disagree`,
-        );
-      }
-      if (entry.shape.length !== p.shape.length || entry.shape.some((s, i) => s !== p.shape[i])) {
-        throw new EngineError(
-          'CHECKPOINT_MISMATCH',
-          `${name} has shape [${entry.shape.join(', ')}] in ${file} but config.json implies [${p.shape.join(', ')}]`,
-        );
-      }
-      decodeToF32(entry, p.data);
-      seen.add(name);
+  await forEachTensor(dir, files, async (t, reader, file) => {
+    if (IGNORED.test(t.name)) return;
+    const p = expected.get(t.name);
+    if (!p) {
+      if (t.name === 'lm_head.weight' && model.shape.tied) return;
+      throw new EngineError(
+        'CHECKPOINT_MISMATCH',
+        `${file} has tensor ${t.name}, which a ${model.config.architectures[0]} with this config.json does not have; the weights and config.json disagree`,
+      );
     }
-  }
+    if (t.shape.length !== p.shape.length || t.shape.some((s, i) => s !== p.shape[i])) {
+      throw new EngineError(
+        'CHECKPOINT_MISMATCH',
+        `${t.name} has shape [${t.shape.join(', ')}] in ${file} but config.json implies [${p.shape.join(', ')}]`,
+      );
+    }
+    await reader.readInto(t, p.data);
+    seen.add(t.name);
+  });
   const missing = [...expected.keys()].filter((n) => !seen.has(n));
   if (missing.length > 0) {
     throw new EngineError(
@@ -133,56 +124,96 @@ export async function loadModel(dir: string): Promise<Model> {
   return model;
 }
 
-async function checkpointFiles(dir: string): Promise<string[]> {
-  if (existsSync(join(dir, INDEX))) {
-    let index: { weight_map?: Record<string, string> };
-    try {
-      index = JSON.parse(await readFile(join(dir, INDEX), 'utf8')) as typeof index;
-    } catch (err) {
-      throw new EngineError('CHECKPOINT_INVALID', `${join(dir, INDEX)} is not valid JSON`, { cause: err });
-    }
-    const files = [...new Set(Object.values(index.weight_map ?? {}))].sort();
-    for (const f of files) {
-      if (!existsSync(join(dir, f)))
-        throw new EngineError('CHECKPOINT_NOT_FOUND', `${INDEX} names ${f}, which is missing from ${dir}`);
-    }
-    return files;
-  }
-  if (existsSync(join(dir, SINGLE))) return [SINGLE];
-  throw new EngineError('CHECKPOINT_NOT_FOUND', `no ${SINGLE} or ${INDEX} in ${dir}`);
+const EXP_AVG = '.exp_avg';
+const EXP_AVG_SQ = '.exp_avg_sq';
+
+/**
+ * Writes the AdamW state beside the weights: per parameter `<name>.exp_avg` and `<name>.exp_avg_sq`
+ * (fp32, torch's AdamW names) in optimizer.safetensors, or optimizer-0000i-of-0000n.safetensors +
+ * optimizer.safetensors.index.json past `maxShardBytes`; the step count in each file's metadata.
+ */
+export async function saveOptimizerState(
+  optimizer: AdamW,
+  dir: string,
+  options: SaveOptimizerOptions = {},
+): Promise<void> {
+  const model = optimizer.model;
+  const { m, v } = model.adamMoments();
+  const layout = model.tensorLayout();
+  const tensors: TensorSource[] = [];
+  model.parameters().forEach((p, i) => {
+    const { offset, numel } = layout[i] as { offset: number; numel: number };
+    tensors.push({
+      name: p.name + EXP_AVG,
+      dtype: 'F32',
+      shape: p.shape,
+      data: m.subarray(offset, offset + numel),
+    });
+    tensors.push({
+      name: p.name + EXP_AVG_SQ,
+      dtype: 'F32',
+      shape: p.shape,
+      data: v.subarray(offset, offset + numel),
+    });
+  });
+  await mkdir(dir, { recursive: true });
+  const step = String(optimizer.stepsTaken);
+  await writeSharded(dir, tensors, {
+    prefix: 'optimizer',
+    maxShardBytes: shardLimit(options.maxShardBytes),
+    metadata: { format: 'pt', step },
+    indexMetadata: { step: optimizer.stepsTaken },
+  });
 }
 
-/** Writes the optimizer state (AdamW moments + step) as optimizer.safetensors in dir. */
-export async function saveOptimizerState(optimizer: AdamW, dir: string): Promise<void> {
-  const s = optimizer.state();
-  await mkdir(dir, { recursive: true });
-  const tensors = new Map<string, TensorEntry>([
-    [
-      'adamw.m',
-      { dtype: 'F32', shape: [s.m.length], data: new Uint8Array(s.m.buffer, s.m.byteOffset, s.m.byteLength) },
-    ],
-    [
-      'adamw.v',
-      { dtype: 'F32', shape: [s.v.length], data: new Uint8Array(s.v.buffer, s.v.byteOffset, s.v.byteLength) },
-    ],
-  ]);
-  await writeFile(
-    join(dir, 'optimizer.safetensors'),
-    serializeSafetensors(tensors, { step: String(s.step) }),
+/** Whether `dir` holds optimizer state written by saveOptimizerState (single file or sharded). */
+export function hasOptimizerState(dir: string): boolean {
+  return (
+    existsSync(join(dir, 'optimizer.safetensors')) ||
+    existsSync(join(dir, 'optimizer.safetensors.index.json'))
   );
 }
 
-/** Restores what saveOptimizerState wrote into an optimizer over a model of the same config. */
+/**
+ * Restores what saveOptimizerState wrote (also the older flat `adamw.m` / `adamw.v` layout) into an
+ * optimizer over a model of the same config, reading straight into the moments.
+ */
 export async function loadOptimizerState(optimizer: AdamW, dir: string): Promise<void> {
-  const path = join(dir, 'optimizer.safetensors');
-  if (!existsSync(path)) throw new EngineError('CHECKPOINT_NOT_FOUND', `no optimizer.safetensors in ${dir}`);
-  const parsed = parseSafetensors(new Uint8Array(await readFile(path)), path);
-  const m = parsed.tensors.get('adamw.m');
-  const v = parsed.tensors.get('adamw.v');
-  if (!m || !v) throw new EngineError('CHECKPOINT_INVALID', `${path} lacks adamw.m / adamw.v`);
-  const mf = new Float32Array(m.shape[0] ?? 0);
-  const vf = new Float32Array(v.shape[0] ?? 0);
-  decodeToF32(m, mf);
-  decodeToF32(v, vf);
-  optimizer.loadState({ step: Number(parsed.metadata.step ?? 0), m: mf, v: vf });
+  const files = await shardFiles(dir, 'optimizer');
+  if (!files) throw new EngineError('CHECKPOINT_NOT_FOUND', `no optimizer.safetensors in ${dir}`);
+  const model = optimizer.model;
+  const { m, v } = model.adamMoments();
+  const layout = model.tensorLayout();
+  const slots = new Map<string, Float32Array>();
+  model.parameters().forEach((p, i) => {
+    const { offset, numel } = layout[i] as { offset: number; numel: number };
+    slots.set(p.name + EXP_AVG, m.subarray(offset, offset + numel));
+    slots.set(p.name + EXP_AVG_SQ, v.subarray(offset, offset + numel));
+  });
+  slots.set('adamw.m', m);
+  slots.set('adamw.v', v);
+  let step: string | undefined;
+  const seen = new Set<string>();
+  await forEachTensor(dir, files, async (t, reader, file) => {
+    const dst = slots.get(t.name);
+    const numel = t.shape.reduce((a, b) => a * b, 1);
+    if (!dst || numel !== dst.length) {
+      throw new EngineError(
+        'CHECKPOINT_MISMATCH',
+        `${join(dir, file)} has ${t.name} [${t.shape.join(', ')}], which this model's optimizer does not have: it belongs to another model config`,
+      );
+    }
+    await reader.readInto(t, dst);
+    seen.add(t.name);
+    step ??= reader.metadata.step;
+  });
+  const legacy = seen.has('adamw.m') && seen.has('adamw.v');
+  const missing = [...slots.keys()].filter((n) => !n.startsWith('adamw.') && !seen.has(n));
+  if (!legacy && missing.length > 0) {
+    throw new EngineError(
+      'CHECKPOINT_INVALID',
+      `${dir}: the optimizer state lacks ${missing.length} moment tensor(s), e.g. ${missing.slice(0, 2).join(', ')}`,
+    );
+  }
+  optimizer.restoreStep(Number(step ?? 0));
 }

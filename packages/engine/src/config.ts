@@ -28,8 +28,21 @@ export const ModelConfigSchema = z
       .optional()
       .describe('per-head width; defaults to hidden_size / num_attention_heads'),
     rms_norm_eps: z.number().positive().default(1e-6).describe('RMSNorm epsilon'),
-    rope_theta: z.number().positive().default(10000).describe('RoPE base'),
-    rope_scaling: z.null().optional().describe('only unscaled RoPE is implemented: null or absent'),
+    rope_theta: z
+      .number()
+      .positive()
+      .optional()
+      .describe('RoPE base (transformers v4 layout); default 10000, or rope_parameters.rope_theta'),
+    rope_scaling: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .optional()
+      .describe('v4 RoPE scaling; only null, absent or rope_type "default" is implemented'),
+    rope_parameters: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .optional()
+      .describe('v5 RoPE layout { rope_theta, rope_type }; only rope_type "default" is implemented'),
     max_position_embeddings: posInt.default(2048).describe('longest sequence the model accepts'),
     tie_word_embeddings: z.boolean().default(false).describe('lm_head shares the embedding matrix'),
     attention_bias: z
@@ -43,7 +56,16 @@ export const ModelConfigSchema = z
       .default('silu')
       .describe('MLP activation; only SwiGLU (silu) is implemented'),
     initializer_range: z.number().positive().default(0.02).describe('std of the normal init of createModel'),
-    torch_dtype: z.string().optional().describe('dtype of the saved weights; set by saveModel'),
+    torch_dtype: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('dtype of the saved weights (v4 name): float32, bfloat16 or float16; set by saveModel'),
+    dtype: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('dtype of the saved weights (v5 name, same values as torch_dtype); set by saveModel'),
     bos_token_id: z.number().int().nullable().optional().describe('beginning-of-sequence id'),
     eos_token_id: z
       .union([z.number().int(), z.array(z.number().int())])
@@ -92,7 +114,93 @@ export function parseModelConfig(input: unknown): ModelConfig {
     );
   }
   toNativeConfig(config);
+  modelDtype(config);
   return config;
+}
+
+/** The weight dtypes the engine reads and writes, by their transformers names. */
+export const MODEL_DTYPES = ['float32', 'bfloat16', 'float16'] as const;
+export type ModelDtype = (typeof MODEL_DTYPES)[number];
+
+/**
+ * The dtype of a config's weights: transformers v5 writes `dtype`, v4 `torch_dtype`; absent means
+ * float32 (what `from_pretrained` would assume for a config that does not say).
+ */
+export function modelDtype(config: ModelConfig): ModelDtype {
+  const field = config.dtype != null ? 'dtype' : 'torch_dtype';
+  const value = config.dtype ?? config.torch_dtype ?? 'float32';
+  if (!(MODEL_DTYPES as readonly string[]).includes(value)) {
+    throw new EngineError(
+      'INVALID_CONFIG',
+      `config.json ${field} is "${value}"; the engine reads and writes ${MODEL_DTYPES.join(', ')}`,
+    );
+  }
+  if (config.dtype != null && config.torch_dtype != null && config.dtype !== config.torch_dtype) {
+    throw new EngineError(
+      'INVALID_CONFIG',
+      `config.json says dtype "${config.dtype}" but torch_dtype "${config.torch_dtype}"; keep one of them`,
+    );
+  }
+  return value as ModelDtype;
+}
+
+/**
+ * The RoPE base from either layout: v4 `rope_theta` (+ `rope_scaling`), v5 `rope_parameters`
+ * `{ rope_theta, rope_type }`. Any scaling other than rope_type "default" (llama3, yarn, linear,
+ * dynamic, longrope, ...) is refused naming the field, since running it unscaled would silently give
+ * another model.
+ */
+export function ropeTheta(config: ModelConfig): number {
+  for (const field of ['rope_scaling', 'rope_parameters'] as const) {
+    const params = config[field];
+    if (params == null) continue;
+    const type = params.rope_type ?? params.type ?? 'default';
+    if (type !== 'default') {
+      throw new EngineError(
+        'INVALID_CONFIG',
+        `config.json ${field}.rope_type is ${JSON.stringify(type)}; only unscaled RoPE ("default") is implemented, so this model would run with the wrong positions`,
+      );
+    }
+    if (field === 'rope_parameters' && typeof params.rope_theta !== 'number' && !('rope_type' in params)) {
+      throw new EngineError(
+        'INVALID_CONFIG',
+        'config.json rope_parameters has neither rope_theta nor rope_type; per-layer-type RoPE parameters are not implemented',
+      );
+    }
+  }
+  const nested = config.rope_parameters?.rope_theta;
+  if (nested !== undefined && !(typeof nested === 'number' && nested > 0)) {
+    throw new EngineError(
+      'INVALID_CONFIG',
+      `config.json rope_parameters.rope_theta is ${JSON.stringify(nested)}; it must be a positive number`,
+    );
+  }
+  if (typeof nested === 'number' && config.rope_theta !== undefined && nested !== config.rope_theta) {
+    throw new EngineError(
+      'INVALID_CONFIG',
+      `config.json says rope_theta ${config.rope_theta} but rope_parameters.rope_theta ${nested}; keep one of them`,
+    );
+  }
+  return (nested as number | undefined) ?? config.rope_theta ?? 10000;
+}
+
+/**
+ * The config.json the engine writes: what was read (unknown fields kept) plus the fields every
+ * transformers version needs to rebuild the same model: `head_dim` (Qwen3Config defaults it to
+ * 128), `rope_theta` (v4) and `rope_parameters` (v5), and the weights' dtype as `torch_dtype` (v4)
+ * and `dtype` (v5).
+ */
+export function toHfConfigJson(config: ModelConfig, dtype: ModelDtype): Record<string, unknown> {
+  const n = toNativeConfig(config);
+  const out: Record<string, unknown> = { ...config };
+  out.num_key_value_heads = n.kvHeads;
+  out.head_dim = n.headDim;
+  out.rope_theta = n.ropeTheta;
+  out.rope_scaling = null;
+  out.rope_parameters = { ...(config.rope_parameters ?? {}), rope_theta: n.ropeTheta, rope_type: 'default' };
+  out.torch_dtype = dtype;
+  out.dtype = dtype;
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
 /** Maps HF fields to the native layout flags (which optional tensors exist). */
@@ -123,7 +231,7 @@ export function toNativeConfig(config: ModelConfig): NativeModelConfig {
     kvHeads,
     headDim,
     eps: config.rms_norm_eps,
-    ropeTheta: config.rope_theta,
+    ropeTheta: ropeTheta(config),
     qkNorm: arch === 'Qwen3ForCausalLM',
     qkvBias: qwen2 ? true : config.attention_bias,
     oBias: qwen2 ? false : config.attention_bias,

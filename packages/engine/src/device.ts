@@ -47,12 +47,14 @@ export interface DevicePolicyLossMetrics {
 }
 
 /** The addon's `engineGpu` component (native/src/engine/gpu_bindings.cc). */
-interface EngineGpuBinding extends Omit<EngineBinding, 'createModel' | 'backend'> {
+interface EngineGpuBinding
+  extends Omit<EngineBinding, 'createModel' | 'backend' | 'buffers' | 'extendInvariant' | 'packForDecode'> {
   createModel(
     config: NativeModelConfig,
     device: 'cuda' | 'hip',
     precision: number,
   ): ReturnType<EngineBinding['createModel']>;
+  buffers(handle: ModelHandle): { params: ArrayBuffer; grads: ArrayBuffer };
   syncToHost(handle: ModelHandle): void;
   syncToDevice(handle: ModelHandle): void;
   sample(handle: ModelHandle, temperature: number, topP: number, uniforms: Float32Array): Int32Array;
@@ -161,6 +163,10 @@ function wrapGpu(
     backend: device,
     createModel: (config) => gpu.createModel(config, nativeName(device), precision),
     buffers: (h) => gpu.buffers(h),
+    // The mirror views; JS may write the moments (an optimizer-state restore): beforeHostAccess runs first.
+    optimizerBuffers: (h) => gpu.optimizerBuffers(h),
+    enableTraining: (h) => gpu.enableTraining(h),
+    memoryBytes: (h) => gpu.memoryBytes(h),
     beforeHostAccess: (h) => {
       const s = stateOf(h);
       if (s.hostStale) gpu.syncToHost(h);
@@ -188,6 +194,16 @@ function wrapGpu(
     cacheTruncate: (c: CacheHandle, n) => gpu.cacheTruncate(c, n),
     extend: (h, caches, tokens, counts, logits) =>
       onDevice(h, false, () => gpu.extend(h, caches, tokens, counts, logits)),
+    // The device has no panel copy: invariant decode is the plain device extend. Each row is computed
+    // on its own, but cuBLASLt may pick another kernel for another batch size, so bit-identical
+    // logits across batch sizes hold only on the fallback GEMM (AGENTRL_GPU_GEMM=fallback).
+    extendInvariant: (h, caches, tokens, counts, logits, hidden) => {
+      if (hidden !== undefined) {
+        throw new EngineError('NATIVE', `extendInvariant's hidden output is not available on ${device} yet`);
+      }
+      onDevice(h, false, () => gpu.extend(h, caches, tokens, counts, logits));
+    },
+    packForDecode: () => false,
     sample: (h, temperature, topP, uniforms) => gpu.sample(h, temperature, topP, uniforms),
     policyLoss: (h, args) => onDevice(h, true, () => gpu.policyLoss(h, args)),
     gemmPath: () => gpu.gemmPath(nativeName(device)),

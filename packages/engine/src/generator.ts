@@ -2,7 +2,7 @@ import { type SamplingParams, type SamplingParamsInput, SamplingParamsSchema } f
 import { EngineError } from './errors.js';
 import type { Model } from './model.js';
 import type { CacheHandle } from './native.js';
-import { createRng, sampleToken } from './sampling.js';
+import { createRng, requestSeed, sampleToken } from './sampling.js';
 
 export interface GenerateRequest {
   /** Names the KV cache of this sequence; reuse it across turns of one trajectory. */
@@ -20,11 +20,38 @@ export interface GenerateResult {
   finishReason: 'stop' | 'length';
 }
 
+/**
+ * Recomputes the logprob of each sampled token from the final-normed hidden state of its position
+ * ([rows, hidden]) under softmax(logits / temperature): a trainer passes its own loss kernel here
+ * so the logprobs a rollout records are bit-identical to the ones training recomputes.
+ */
+export type LogprobScorer = (rows: {
+  hidden: Float32Array;
+  targets: Int32Array;
+  temperature: number;
+}) => ArrayLike<number>;
+
 export interface GeneratorOptions {
   /** Needed only for stopStrings: decodes new tokens to text. */
   decode?: (ids: readonly number[]) => string;
-  /** Seed of requests that carry no seed of their own. */
+  /**
+   * Base seed of requests that carry no seed of their own: such a request draws from a stream keyed
+   * by (seed, cacheId, its token count), never by its place in the batch or the call count.
+   */
   seed?: number;
+  /**
+   * Batch-invariant generation (default true): every product runs on a panel copy of the weights
+   * (packed once per weights version, as much memory again as the matrices) with the arithmetic of
+   * the training forward, so a token's logits and logprob are bit-identical whatever other
+   * sequences share its prefill or decode step. false: small batches take the dot-product GEMM
+   * path, whose results depend on the batch size.
+   */
+  batchInvariant?: boolean;
+  /**
+   * Records each new token's logprob as this function computes it instead of sampleToken's float64
+   * log-softmax (the token is still drawn by sampleToken). Needs batchInvariant.
+   */
+  scoreLogprobs?: LogprobScorer;
 }
 
 interface CacheEntry {
@@ -50,12 +77,25 @@ interface Active {
  */
 export class Generator {
   private readonly caches = new Map<string, CacheEntry>();
-  private calls = 0;
+  private readonly invariant: boolean;
 
   constructor(
     readonly model: Model,
     private readonly options: GeneratorOptions = {},
-  ) {}
+  ) {
+    this.invariant = options.batchInvariant ?? true;
+    if (options.scoreLogprobs && !this.invariant) {
+      throw new EngineError(
+        'INVALID_REQUEST',
+        'scoreLogprobs needs batchInvariant: true (the hidden states it scores come from the invariant path)',
+      );
+    }
+  }
+
+  /** Whether this generator's results are independent of batch composition (see GeneratorOptions). */
+  get batchInvariant(): boolean {
+    return this.invariant;
+  }
 
   /** Number of live caches. */
   get cacheCount(): number {
@@ -80,7 +120,6 @@ export class Generator {
   async generate(requests: readonly GenerateRequest[]): Promise<GenerateResult[]> {
     const m = this.model;
     const V = m.shape.vocab;
-    const call = this.calls++;
     const version = m.version;
     const ids = new Set<string>();
     const active: Active[] = requests.map((req, index) => {
@@ -100,7 +139,7 @@ export class Generator {
         if (!Number.isInteger(t) || t < 0 || t >= V)
           throw new EngineError('INVALID_REQUEST', `token id ${t} is outside [0, ${V})`);
       }
-      const seed = params.seed ?? ((this.options.seed ?? 0) * 1_000_003 + call * 7919 + index) | 0;
+      const seed = params.seed ?? requestSeed(this.options.seed ?? 0, req.cacheId, req.tokenIds.length);
       return {
         index,
         entry: this.cacheFor(req.cacheId),
@@ -114,6 +153,7 @@ export class Generator {
     // Prefill: only the part of each sequence its cache does not hold yet.
     const prefilling = active.filter((a) => !a.done);
     if (prefilling.length === 0) return active.map((a) => a.out);
+    if (this.invariant) m.native.packForDecode(m.handle, version);
     const feeds = prefilling.map((a) => {
       const req = requests[a.index] as GenerateRequest;
       const e = a.entry;
@@ -129,6 +169,7 @@ export class Generator {
     while (active.some((a) => !a.done)) {
       const next: number[][] = [];
       const stepping: Active[] = [];
+      const sampled: Active[] = [];
       for (let b = 0, row = 0; b < active.length; b++) {
         const a = active[b] as Active;
         if (a.done) continue;
@@ -136,6 +177,7 @@ export class Generator {
         const { token, logprob } = sampleToken(logits.subarray(r * V, (r + 1) * V), a.params, a.random);
         a.out.tokenIds.push(token);
         a.out.logprobs.push(logprob);
+        sampled.push(a);
         if (this.finished(a, token)) {
           a.done = true;
           continue;
@@ -143,6 +185,7 @@ export class Generator {
         stepping.push(a);
         next.push([token]);
       }
+      this.rescore(sampled);
       if (stepping.length === 0) break;
       // Let timers and I/O (tool calls of other trajectories, HTTP) run between decode steps.
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -180,19 +223,48 @@ export class Generator {
     return false;
   }
 
+  /** Replaces the logprobs just sampled (rows of the latest extend, in order) by scoreLogprobs'. */
+  private rescore(sampled: Active[]): void {
+    const score = this.options.scoreLogprobs;
+    const hidden = this.lastHidden;
+    if (!score || !hidden) return;
+    const H = this.model.shape.hidden;
+    const byTemperature = new Map<number, number[]>();
+    sampled.forEach((a, row) => {
+      const t = a.params.temperature > 0 ? a.params.temperature : 1;
+      byTemperature.set(t, [...(byTemperature.get(t) ?? []), row]);
+    });
+    for (const [temperature, rows] of byTemperature) {
+      const h = new Float32Array(rows.length * H);
+      rows.forEach((r, i) => {
+        h.set(hidden.subarray(r * H, (r + 1) * H), i * H);
+      });
+      const targets = Int32Array.from(rows, (r) => (sampled[r] as Active).out.tokenIds.at(-1) ?? 0);
+      const lps = score({ hidden: h, targets, temperature });
+      rows.forEach((r, i) => {
+        const out = (sampled[r] as Active).out.logprobs;
+        out[out.length - 1] = Number(lps[i]);
+      });
+    }
+  }
+
+  private lastHidden: Float32Array | undefined;
+
   /** Runs the model over each sequence's new tokens and returns the logits of each last token. */
   private extend(batch: Active[], feeds: number[][]): Float32Array {
     const m = this.model;
     const counts = Int32Array.from(feeds, (f) => f.length);
     const tokens = Int32Array.from(feeds.flat());
     const logits = new Float32Array(batch.length * m.shape.vocab);
-    m.native.extend(
-      m.handle,
-      batch.map((a) => a.entry.handle),
-      tokens,
-      counts,
-      logits,
-    );
+    const handles = batch.map((a) => a.entry.handle);
+    if (this.invariant) {
+      this.lastHidden = this.options.scoreLogprobs
+        ? new Float32Array(batch.length * m.shape.hidden)
+        : undefined;
+      m.native.extendInvariant(m.handle, handles, tokens, counts, logits, this.lastHidden);
+    } else {
+      m.native.extend(m.handle, handles, tokens, counts, logits);
+    }
     batch.forEach((a, i) => {
       a.entry.tokens.push(...(feeds[i] as number[]));
     });

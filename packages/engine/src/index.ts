@@ -1,18 +1,26 @@
 export { type PackedBatch, packSequences, validateBatch } from './batch.js';
 export {
+  hasOptimizerState,
+  type LoadModelOptions,
   loadModel,
   loadOptimizerState,
   type SaveModelOptions,
+  type SaveOptimizerOptions,
   saveModel,
   saveOptimizerState,
 } from './checkpoint.js';
 export {
+  MODEL_DTYPES,
   type ModelConfig,
   type ModelConfigInput,
   ModelConfigSchema,
+  type ModelDtype,
+  modelDtype,
   type NativeModelConfig,
   parseModelConfig,
+  ropeTheta,
   SUPPORTED_ARCHITECTURES,
+  toHfConfigJson,
 } from './config.js';
 export {
   bindingForDevice,
@@ -34,12 +42,15 @@ export {
   type GenerateResult,
   Generator,
   type GeneratorOptions,
+  type LogprobScorer,
 } from './generator.js';
 export {
   type CreateModelOptions,
   createModel,
   type ForwardOptions,
   Model,
+  type ModelMemory,
+  type ModelMemoryOptions,
   type Parameter,
   type SftLossOptions,
   type SftLossResult,
@@ -55,13 +66,32 @@ export {
   type OptimizerState,
   type StepResult,
 } from './optimizer.js';
-export { createRng, type SampledToken, sampleToken } from './sampling.js';
+export {
+  openSafetensors,
+  type SafetensorsDtype,
+  type SafetensorsReader,
+  type TensorHeader,
+  type TensorSource,
+  writeSafetensors,
+} from './safetensors.js';
+export { createRng, requestSeed, type SampledToken, sampleToken } from './sampling.js';
+export { DEFAULT_MAX_SHARD_BYTES, splitIntoShards } from './shards.js';
 export {
   CharTokenizer,
   type CharTokenizerOptions,
   createCharTokenizer,
   DEFAULT_SPECIAL_TOKENS,
 } from './tokenizer/char.js';
-export { CHATML_TEMPLATE, type RenderChatOptions, renderChat } from './tokenizer/chat.js';
-export { createHfTokenizer, HfTokenizer, loadHfTokenizer } from './tokenizer/hf.js';
+export {
+  CHATML_TEMPLATE,
+  compileChatTemplate,
+  type RenderChatOptions,
+  renderChat,
+  selectChatTemplate,
+  type TemplateMessage,
+} from './tokenizer/chat.js';
+export { loadCheckpointTokenizer } from './tokenizer/checkpoint-tokenizer.js';
+export { createHfTokenizer, HfTokenizer, type HfTokenizerMeta } from './tokenizer/hf.js';
+export { loadHfTokenizer } from './tokenizer/hf-files.js';
 export type { Tokenizer } from './tokenizer/types.js';
+export { assertVocabularyFits, vocabularyMismatch } from './tokenizer/vocab-check.js';

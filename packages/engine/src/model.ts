@@ -2,6 +2,8 @@ import { type PackedBatch, validateBatch } from './batch.js';
 import {
   type ModelConfig,
   type ModelConfigInput,
+  type ModelDtype,
+  modelDtype,
   type NativeModelConfig,
   parseModelConfig,
   toNativeConfig,
@@ -10,12 +12,29 @@ import { bindingForDevice, type Device, type DeviceOptions } from './device.js';
 import { EngineError } from './errors.js';
 import type { EngineBinding, ModelHandle } from './native.js';
 
-/** One named parameter tensor: `data` and `grad` are live views of the engine's buffers. */
+/**
+ * One named parameter tensor: `data` and `grad` are live views of the engine's buffers (`grad` is
+ * empty on a model opened with `training: false`, until `enableTraining()`).
+ */
 export interface Parameter {
   name: string;
   shape: number[];
   data: Float32Array;
   grad: Float32Array;
+}
+
+/** Whether a model gets gradient buffers: false for eval and serving (weights only). */
+export interface ModelMemoryOptions {
+  /** Allocate gradients (default true). AdamW moments are allocated only when an optimizer needs them. */
+  training?: boolean;
+}
+
+/** Bytes a model holds natively, per kind. */
+export interface ModelMemory {
+  params: number;
+  grads: number;
+  /** AdamW first and second moments */
+  optimizer: number;
 }
 
 export interface ForwardOptions {
@@ -35,19 +54,23 @@ export interface SftLossResult {
   numTargets: number;
 }
 
-export interface CreateModelOptions extends DeviceOptions {
+export interface CreateModelOptions extends ModelMemoryOptions, DeviceOptions {
   /** Seed of the normal(0, initializer_range) init; the same seed gives the same weights. */
   seed?: number;
 }
 
 /**
- * A Llama / Qwen2 / Qwen3 decoder on the native backend. Weights, gradients and AdamW moments live
- * in native buffers; `parameters()` exposes them as Float32Array views (CPU backend: zero-copy).
- * One training forward is in flight at a time: `backwardFromHidden` consumes the latest forward.
+ * A Llama / Qwen2 / Qwen3 decoder on the native backend. Weights (fp32 master copy, whatever the
+ * checkpoint's dtype), gradients and AdamW moments live in native buffers; `parameters()` exposes
+ * them as Float32Array views (CPU backend: zero-copy). A model opened with `training: false` has no
+ * gradients and no moments. One training forward is in flight at a time: `backwardFromHidden`
+ * consumes the latest forward.
  */
 export class Model {
   readonly config: ModelConfig;
   readonly shape: NativeModelConfig;
+  /** The checkpoint dtype (`dtype` / `torch_dtype` of config.json; float32 when absent): what saveModel writes by default. */
+  readonly dtype: ModelDtype;
   /** Number of trainable scalars. */
   readonly numParameters: number;
   /** Bumped whenever the weights change (optimizer step, load): KV caches of older versions are stale. */
@@ -60,38 +83,62 @@ export class Model {
   readonly device: Device;
   private readonly params: Parameter[];
   private readonly byName = new Map<string, Parameter>();
+  private readonly layout: readonly { offset: number; numel: number }[];
   private readonly flat: {
     params: Float32Array;
-    grads: Float32Array;
-    adamM: Float32Array;
-    adamV: Float32Array;
+    grads: Float32Array | undefined;
+    moments: { m: Float32Array; v: Float32Array } | undefined;
   };
   private forwardTokens: Int32Array | undefined;
   private forwardCu: Int32Array | undefined;
 
   /** @internal use createModel / loadModel */
-  constructor(config: ModelConfig, options: DeviceOptions = {}) {
+  constructor(config: ModelConfig, options: ModelMemoryOptions & DeviceOptions = {}) {
     this.config = config;
     this.shape = toNativeConfig(config);
+    this.dtype = modelDtype(config);
     this.device = options.device ?? 'cpu';
     this.native = bindingForDevice(options);
-    const created = this.native.createModel(this.shape);
+    const created = this.native.createModel({ ...this.shape, training: options.training ?? true });
     this.handle = created.handle;
     const buffers = this.native.buffers(this.handle);
     this.flat = {
       params: new Float32Array(buffers.params),
-      grads: new Float32Array(buffers.grads),
-      adamM: new Float32Array(buffers.adamM),
-      adamV: new Float32Array(buffers.adamV),
+      grads: buffers.grads ? new Float32Array(buffers.grads) : undefined,
+      moments: undefined,
     };
+    this.layout = created.tensors;
+    const empty = new Float32Array(0);
+    const grads = this.flat.grads;
     this.params = created.tensors.map((t) => ({
       name: t.name,
       shape: t.shape,
       data: this.flat.params.subarray(t.offset, t.offset + t.numel),
-      grad: this.flat.grads.subarray(t.offset, t.offset + t.numel),
+      grad: grads ? grads.subarray(t.offset, t.offset + t.numel) : empty,
     }));
     for (const p of this.params) this.byName.set(p.name, p);
     this.numParameters = this.params.reduce((n, p) => n + p.data.length, 0);
+  }
+
+  /** Whether this model has gradient buffers (see `ModelMemoryOptions.training`). */
+  get training(): boolean {
+    return this.flat.grads !== undefined;
+  }
+
+  /** Allocates (zeroed) gradients for a model opened with `training: false`; a no-op otherwise. */
+  enableTraining(): void {
+    if (this.flat.grads) return;
+    const grads = new Float32Array(this.native.enableTraining(this.handle));
+    this.flat.grads = grads;
+    this.params.forEach((p, i) => {
+      const t = this.layout[i] as { offset: number; numel: number };
+      p.grad = grads.subarray(t.offset, t.offset + t.numel);
+    });
+  }
+
+  /** Bytes held natively for weights, gradients and optimizer moments. */
+  memoryBytes(): ModelMemory {
+    return this.native.memoryBytes(this.handle);
   }
 
   /** Every parameter in HF order with live data/grad views. */
@@ -114,10 +161,36 @@ export class Model {
     return p.data;
   }
 
-  /** The AdamW first and second moments (flat, in layout order) as live views. @internal */
+  /**
+   * The lm_head gradient [V, H] as a live view (the embedding's when tied): pass it to the
+   * fused-linear loss as `dWeightOut` with `accumulate: true` so micro-batches add into the model's
+   * gradient in place, with no [V, H] buffer per micro-batch.
+   */
+  lmHeadGrad(): Float32Array {
+    this.native.beforeHostAccess?.(this.handle);
+    const p = this.byName.get(this.shape.tied ? 'model.embed_tokens.weight' : 'lm_head.weight');
+    if (!p) throw new EngineError('NATIVE', 'lm_head weight missing from the layout');
+    this.requireTraining('lmHeadGrad');
+    return p.grad;
+  }
+
+  /**
+   * The AdamW first and second moments (flat, in layout order) as live views, allocated (zeroed)
+   * on the first call. @internal
+   */
   adamMoments(): { m: Float32Array; v: Float32Array } {
     this.native.beforeHostAccess?.(this.handle);
-    return { m: this.flat.adamM, v: this.flat.adamV };
+    if (!this.flat.moments) {
+      this.requireTraining('an optimizer');
+      const b = this.native.optimizerBuffers(this.handle);
+      this.flat.moments = { m: new Float32Array(b.adamM), v: new Float32Array(b.adamV) };
+    }
+    return this.flat.moments;
+  }
+
+  /** The native tensor layout: each parameter's float offset and length in the flat buffers. @internal */
+  tensorLayout(): readonly { offset: number; numel: number }[] {
+    return this.layout;
   }
 
   /**
@@ -145,6 +218,7 @@ export class Model {
    * and, when given, dLmHead [V, H] into the lm_head gradient (the embedding's when tied).
    */
   backwardFromHidden(dHidden: Float32Array, options: { dLmHead?: Float32Array } = {}): void {
+    this.requireTraining('backwardFromHidden');
     const tokens = this.requireForward();
     const expected = tokens.length * this.shape.hidden;
     if (!(dHidden instanceof Float32Array) || dHidden.length !== expected) {
@@ -178,6 +252,7 @@ export class Model {
    */
   sftLoss(batch: PackedBatch, lossMask: ArrayLike<number>, options: SftLossOptions = {}): SftLossResult {
     const n = batch.tokenIds.length;
+    this.requireTraining('sftLoss');
     if (lossMask.length !== n) {
       throw new EngineError('INVALID_BATCH', `lossMask has ${lossMask.length} entries for ${n} tokens`);
     }
@@ -199,13 +274,14 @@ export class Model {
     return { loss: lossSum / normalizer, lossSum, numTargets: count };
   }
 
-  /** Sets every gradient to zero. */
+  /** Sets every gradient to zero (nothing to do without gradients). */
   zeroGrad(): void {
     this.native.zeroGrad(this.handle);
   }
 
   /** Global L2 norm of all gradients (deterministic for any thread count). */
   gradNorm(): number {
+    this.requireTraining('gradNorm');
     return Math.sqrt(this.native.gradNormSquared(this.handle));
   }
 
@@ -219,6 +295,15 @@ export class Model {
     this.version++;
   }
 
+  private requireTraining(what: string): void {
+    if (!this.flat.grads) {
+      throw new EngineError(
+        'NOT_TRAINING',
+        `${what} needs gradients, but this model was opened with training: false; call model.enableTraining() or load it with { training: true }`,
+      );
+    }
+  }
+
   private requireForward(): Int32Array {
     if (!this.forwardTokens || !this.forwardCu) {
       throw new EngineError('NO_FORWARD', 'backwardFromHidden needs a forwardHidden first');
@@ -230,12 +315,16 @@ export class Model {
 /** A randomly initialised model: normal(0, initializer_range) matrices, unit norms, zero biases. */
 export function createModel(config: ModelConfigInput | ModelConfig, options: CreateModelOptions = {}): Model {
   const parsed = parseModelConfig(config);
-  const model = new Model(parsed, options);
+  const { seed: _seed, ...memory } = options;
+  const model = new Model(parsed, memory);
   model.native.initParams(model.handle, options.seed ?? 0, parsed.initializer_range);
   return model;
 }
 
 /** A model with all-zero weights of this config (for loaders). */
-export function createEmptyModel(config: ModelConfig, options: DeviceOptions = {}): Model {
+export function createEmptyModel(
+  config: ModelConfig,
+  options: ModelMemoryOptions & DeviceOptions = {},
+): Model {
   return new Model(config, options);
 }

@@ -14,20 +14,25 @@ export interface NativeTensorInfo {
   numel: number;
 }
 
-/** The engine's native surface (native/src/engine/bindings.cc). Arguments are checked by callers. */
+/**
+ * The engine's native surface (native/src/engine/bindings.cc). Callers check arguments for clear
+ * messages; the native side checks them again (handle kinds by type tag, element types, lengths,
+ * counts, finite numbers) and throws an Error with `code` ENGINE_INVALID_ARGUMENT.
+ */
 export interface EngineBinding {
   backend: string;
-  createModel(config: NativeModelConfig): {
+  createModel(config: NativeModelConfig & { training: boolean }): {
     handle: ModelHandle;
     tensors: NativeTensorInfo[];
     numFloats: number;
   };
-  buffers(handle: ModelHandle): {
-    params: ArrayBuffer;
-    grads: ArrayBuffer;
-    adamM: ArrayBuffer;
-    adamV: ArrayBuffer;
-  };
+  /** `grads` is undefined for a model created with `training: false`. */
+  buffers(handle: ModelHandle): { params: ArrayBuffer; grads: ArrayBuffer | undefined };
+  /** Allocates the gradients of a `training: false` model; returns them. */
+  enableTraining(handle: ModelHandle): ArrayBuffer;
+  /** The AdamW moments, allocated (zeroed) on the first call. */
+  optimizerBuffers(handle: ModelHandle): { adamM: ArrayBuffer; adamV: ArrayBuffer };
+  memoryBytes(handle: ModelHandle): { params: number; grads: number; optimizer: number };
   initParams(handle: ModelHandle, seed: number, std: number): void;
   forward(handle: ModelHandle, tokens: Int32Array, cu: Int32Array, recompute: boolean): Float32Array;
   backward(handle: ModelHandle, dHidden: Float32Array, dLmHead: Float32Array | undefined): void;
@@ -55,6 +60,17 @@ export interface EngineBinding {
     counts: Int32Array,
     logits: Float32Array,
   ): void;
+  /** extend on the panel copy of the weights: bit-identical per sequence whatever the batch. */
+  extendInvariant(
+    handle: ModelHandle,
+    caches: CacheHandle[],
+    tokens: Int32Array,
+    counts: Int32Array,
+    logits: Float32Array,
+    hidden?: Float32Array,
+  ): void;
+  /** (Re)packs the panel copy of the weights unless it holds this weights version; true if it packed. */
+  packForDecode(handle: ModelHandle, weightsVersion: number): boolean;
   setThreads(n: number): number;
   /** Device models only (device.ts): called before JS reads or writes the host views. */
   beforeHostAccess?(handle: ModelHandle): void;

@@ -86,6 +86,7 @@ export class AdamW {
       throw new EngineError('INVALID_CONFIG', 'the cosine schedule needs totalSteps');
     }
     this.config = parsed.data;
+    model.adamMoments(); // the moments exist from here on (a model that is never optimised has none)
   }
 
   /** Steps taken so far. */
@@ -124,6 +125,24 @@ export class AdamW {
   state(): OptimizerState {
     const { m, v } = this.model.adamMoments();
     return { step: this.stepCount, m: m.slice(), v: v.slice() };
+  }
+
+  /** Zeroes the moments and the step count in place (a fresh optimizer without new buffers). */
+  reset(): void {
+    const { m, v } = this.model.adamMoments();
+    m.fill(0);
+    v.fill(0);
+    this.stepCount = 0;
+  }
+
+  /** Sets the step count after the moments were written in place (checkpoint loading). @internal */
+  restoreStep(step: number): void {
+    if (!Number.isInteger(step) || step < 0)
+      throw new EngineError(
+        'CHECKPOINT_INVALID',
+        `optimizer step must be a non-negative integer, got ${step}`,
+      );
+    this.stepCount = step;
   }
 
   /** Restores a state taken from state() of an optimizer over a model of the same config. */

@@ -50,6 +50,37 @@ describe('training', () => {
     });
   });
 
+  it('lmHeadGrad() is the live lm_head gradient: a loss that accumulates into it (no [V, H] buffer per micro-batch) gives the gradients of dLmHead', () => {
+    for (const tied of [true, false]) {
+      const config = tinyConfig({ tie_word_embeddings: tied });
+      const [a, b] = [createModel(config, { seed: 9 }), createModel(config, { seed: 9 })];
+      const batch = packSequences([
+        [1, 2, 3, 4, 5],
+        [6, 7],
+      ]);
+      const V = a.shape.vocab;
+      const H = a.shape.hidden;
+      const dW = Float32Array.from({ length: V * H }, (_, i) => Math.cos(i) * 1e-2);
+      for (let micro = 0; micro < 2; micro++) {
+        const { hidden } = a.forwardHidden(batch);
+        b.forwardHidden(batch);
+        const dH = hidden.map((_, i) => Math.sin(i + micro) * 1e-2);
+        a.backwardFromHidden(dH, { dLmHead: dW });
+        const g = b.lmHeadGrad();
+        for (let i = 0; i < g.length; i++) g[i] = (g[i] as number) + (dW[i] as number);
+        b.backwardFromHidden(dH);
+      }
+      a.parameters().forEach((p, i) => {
+        expect(
+          Buffer.from(p.grad.slice().buffer).equals(Buffer.from(b.parameters()[i]!.grad.slice().buffer)),
+          p.name,
+        ).toBe(true);
+      });
+      expect(b.lmHeadGrad()).toBe(b.lmHeadGrad());
+      expect(b.lmHeadGrad().buffer).toBe(b.parameters()[tied ? 0 : b.parameters().length - 1]!.grad.buffer);
+    }
+  });
+
   it('is deterministic for a seed and resumes bit-exactly from a saved optimizer state', () => {
     const run = (steps: number, resumeAt?: number) => {
       const model = createModel(tinyConfig(), { seed: 9 });

@@ -2,27 +2,32 @@
 
 import ast
 import builtins
-import json
 import os
 import sys
 import traceback
 
 
-def run_user_code(req, control_fd):
+def run_user_code(req, pythonpath=()):
     """Executes the request in a clean __main__, the way `python -c` would, then exits.
 
     sys.stdin/stdout/stderr are the server's own (empty) wrappers: fds 0-2 now point at this call's
-    stdin memfd and output pipes, and reusing the wrappers saves work on every call.
+    stdin memfd and output pipes, and reusing the wrappers saves work on every call. `pythonpath` entries
+    go where PYTHONPATH would put them (before the standard library), and into PYTHONPATH for subprocesses.
+
+    Nothing is reported to the server from here: it reads how the call ended from the exit status and the
+    output (a MemoryError ends with that traceback on stderr and exit code 1, as under `python -c`).
     """
     sys.argv = ["-c"]
     os.environ.clear()
     os.environ.update({"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"})
+    if pythonpath:
+        sys.path[0:0] = list(pythonpath)
+        os.environ["PYTHONPATH"] = os.pathsep.join(pythonpath)
     os.chdir("/tmp")
     main = type(sys)("__main__")
     main.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = main
     code = 0
-    note = {}
     try:
         last = None
         if req.get("lastExpression"):
@@ -46,12 +51,11 @@ def run_user_code(req, control_fd):
             print(e.code, file=sys.stderr)
             code = 1
     except MemoryError:
-        note["memory"] = True
         code = 1
         try:
             print_user_traceback()
         except MemoryError:
-            pass
+            os.write(2, b"MemoryError\n")
     except BaseException:
         print_user_traceback()
         code = 1
@@ -60,8 +64,6 @@ def run_user_code(req, control_fd):
             stream.flush()
         except BaseException:
             pass
-    if note:
-        os.write(control_fd, json.dumps(note).encode())
     os._exit(code)
 
 

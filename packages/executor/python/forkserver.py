@@ -4,8 +4,14 @@ Runs inside a bubblewrap sandbox (read-only view of what Python needs, no networ
 and uts namespaces). Each call gets, on top of that, its own pid namespace (the child is pid 1, so
 when it exits or is killed every process it left behind dies with it: setsid cannot escape), its own
 mount namespace with a fresh tmpfs on /tmp and /dev/shm (removed with the namespace), a fresh /proc, a
-nested user namespace (so RLIMIT_NPROC counts this call's processes only), rlimits, no capabilities and
-no_new_privs. Speaks newline-delimited JSON on stdin/stdout: one request line in, one result line out.
+nested user namespace (so RLIMIT_NPROC counts this call's processes only), its own IPC and network
+namespaces, its own session and process group (so kill(0, ...) reaches this call only), rlimits, no
+capabilities and no_new_privs. Speaks newline-delimited JSON on stdin/stdout: one request line in, one
+result line out.
+
+How a call ended is decided here, from what the server itself observes (the wait status, the rusage, its
+own timer, the output). The only message a child sends (on fd 3) is a failure of its setup, written before
+user code runs; fd 3 is closed before user code starts, so user code can neither write nor fake it.
 """
 
 import gc
@@ -26,6 +32,13 @@ from _agentrl_setup import PR_SET_DUMPABLE, fork_into_new_pid_namespace, isolate
 del sys.path[0]
 
 CHUNK = 65536
+CLASSIFY_TAIL = 4096
+# Read-only paths under /tmp or /dev/shm that each call's fresh tmpfs would hide; re-bound per call.
+TMP_BINDS = [str(p) for p in json.loads(os.environ.get("AGENTRL_TMP_BINDS") or "[]")]
+# Each call in its own network namespace (default), or sharing the server's.
+OWN_NETWORK = os.environ.get("AGENTRL_NETWORK_PER_CALL", "1") != "0"
+# Import path entries for user code (PYTHONPATH semantics: before the standard library).
+PYTHONPATH = [p for p in os.environ.get("AGENTRL_PYTHONPATH", "").split(os.pathsep) if p]
 
 
 class Call:
@@ -59,6 +72,7 @@ class Server:
         self.out.flush()
 
     def start(self, req):
+        check_request(req)
         call = Call(req)
         pipes = {1: os.pipe(), 2: os.pipe(), 3: os.pipe()}
         stdin_fd = os.memfd_create("stdin", 0)
@@ -101,6 +115,9 @@ class Server:
                 other.req = None
             self.calls.clear()
             self.inbuf[:] = bytes(len(self.inbuf))
+            # Its own session and process group: kill(0, sig) and killpg() from user code reach this call
+            # only (without this every call of the server shared one group, and os.kill(0, 9) killed them all).
+            os.setsid()
             control = pipes[3][1]
             os.dup2(stdin_fd, 0)
             os.dup2(pipes[1][1], 1)
@@ -109,14 +126,15 @@ class Server:
             os.closerange(4, 1 << 16)
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the CPU rlimit must end the process
-            isolate(req)
+            isolate(req, TMP_BINDS, OWN_NETWORK)
         except BaseException as e:  # a setup failure is the sandbox's fault, not the code's
             try:
                 os.write(3, json.dumps({"sandbox": f"{type(e).__name__}: {e}"}).encode())
             finally:
                 os._exit(125)
         try:
-            run_user_code(req, 3)
+            os.close(3)  # the control channel ends here: user code never holds it
+            run_user_code(req, PYTHONPATH)
         finally:
             os._exit(1)  # never fall back into the server's loop
 
@@ -136,7 +154,7 @@ class Server:
             if len(call.control) < 4096:
                 call.control += chunk
             return
-        half = max(1, call.req["maxOutputBytes"] // 2)
+        half = keep_bytes(call.req)
         call.total[target] += len(chunk)
         head = call.head[target]
         if len(head) < half:
@@ -144,10 +162,12 @@ class Server:
             head += chunk[:take]
             chunk = chunk[take:]
         if chunk:
+            # head-only calls still keep a little tail: how stderr ends decides memory_exceeded
+            keep = CLASSIFY_TAIL if head_only(call.req) else half
             tail = call.tail[target]
             tail += chunk
-            if len(tail) > 4 * half:  # amortised trim keeps reads O(1)
-                del tail[: len(tail) - half]
+            if len(tail) > 4 * keep:  # amortised trim keeps reads O(1)
+                del tail[: len(tail) - keep]
 
     def reap(self, call):
         try:
@@ -167,15 +187,23 @@ class Server:
         if call.status is None or call.fds:
             return
         del self.calls[call.pid]
-        self.send(self.result(call))
+        try:
+            result = self.result(call)
+        except Exception as e:  # a bug here must fail this call only, never the server
+            result = sandbox_error(call.req, f"fork server: could not build the result: {type(e).__name__}: {e}")
+        self.send(result)
 
     def result(self, call):
         req = call.req
-        half = max(1, req["maxOutputBytes"] // 2)
-        texts, truncated = {}, False
+        half = keep_bytes(req)
+        texts, truncated, ends = {}, False, {1: None, 2: None}
         for target in (1, 2):
             head, tail, total = call.head[target], call.tail[target], call.total[target]
-            if total > 2 * half:
+            if head_only(req):
+                truncated = truncated or total > half
+                data = bytes(head)
+                ends[target] = bytes(tail[-CLASSIFY_TAIL:]).decode("utf-8", errors="replace") if total > half else None
+            elif total > 2 * half:
                 truncated = True
                 keep_tail = bytes(tail[-half:])
                 dropped = total - len(head) - len(keep_tail)
@@ -184,25 +212,28 @@ class Server:
             else:
                 data = bytes(head) + bytes(tail)
             texts[target] = data.decode("utf-8", errors="replace")
-        note = {}
-        if call.control:
-            try:
-                note = json.loads(call.control.decode())
-            except ValueError:
-                note = {}
+        setup_failure = parse_setup_note(call.control)
         st = call.status
         exit_code = os.waitstatus_to_exitcode(st)
         signame = None
         if exit_code < 0:
-            signame = signal.Signals(-exit_code).name
+            signame = signal_name(-exit_code)
             exit_code = None
         cpu_ms = (call.rusage.ru_utime + call.rusage.ru_stime) * 1000.0
-        if "sandbox" in note:
+        error_code = None
+        if setup_failure is not None:
             status = "sandbox_error"
-            texts[2] = f"sandbox: {note['sandbox']}"
+            texts[2] = f"sandbox: {setup_failure}"
         elif call.killed or signame == "SIGXCPU" or (signame == "SIGKILL" and cpu_ms >= req["cpuMs"]):
             status = "timeout"
-        elif note.get("memory") or signame == "SIGKILL":
+        elif signame == "SIGKILL":
+            # The call is pid 1 of its pid namespace: nothing inside it can SIGKILL it, and the limits that
+            # end it this way are handled above. This kill came from outside (the host's OOM killer, an
+            # operator): not the program's doing, and no evidence that it ran out of memory.
+            status = "sandbox_error"
+            error_code = "KILLED"
+            texts[2] += "\nexecutor: the call was killed by SIGKILL from outside its sandbox (not by a limit)"
+        elif exit_code == 1 and ends_in_memory_error(ends[2] if ends[2] is not None else texts[2]):
             status = "memory_exceeded"
         elif exit_code != 0:
             status = "runtime_error"
@@ -210,7 +241,7 @@ class Server:
             status = "output_truncated"
         else:
             status = "ok"
-        return {
+        out = {
             "id": req["id"],
             "status": status,
             "stdout": texts[1],
@@ -222,6 +253,9 @@ class Server:
             "stdoutBytes": call.total[1],
             "stderrBytes": call.total[2],
         }
+        if error_code is not None:
+            out["errorCode"] = error_code
+        return out
 
     def expire(self):
         now = time.monotonic()
@@ -251,8 +285,18 @@ class Server:
             line = bytes(self.inbuf[:nl])
             del self.inbuf[: nl + 1]
             if line.strip():
-                req = json.loads(line)
-                self.start(req)
+                try:
+                    req = json.loads(line)
+                    if not isinstance(req, dict):
+                        raise ValueError("not a JSON object")
+                except ValueError as e:  # from our own client, so a bug: say so and keep serving
+                    sys.stderr.write(f"forkserver: ignored a request line that is not a JSON object: {e}\n")
+                    sys.stderr.flush()
+                    continue
+                try:
+                    self.start(req)
+                except Exception as e:  # a malformed request fails alone
+                    self.send(sandbox_error(req, f"fork server: bad request: {type(e).__name__}: {e}"))
                 del req, line
 
     def serve(self):
@@ -275,8 +319,57 @@ class Server:
             self.expire()
 
 
+NUMERIC_FIELDS = ("timeoutMs", "cpuMs", "memoryMb", "maxOutputBytes", "maxProcs", "maxFileMb", "tmpMb")
+
+
+def check_request(req):
+    """Refuses (before any fork) a request the rest of the server could not handle."""
+    missing = [k for k in NUMERIC_FIELDS if not isinstance(req.get(k), (int, float)) or isinstance(req.get(k), bool)]
+    if missing or not isinstance(req.get("code"), str) or not isinstance(req.get("stdin") or "", str):
+        raise ValueError(f"needs code, stdin (strings) and numbers {', '.join(NUMERIC_FIELDS)}; bad: {missing or 'code/stdin'}")
+
+
+def keep_bytes(req):
+    """Bytes of each stream kept from its head (and as much again from its tail, unless head-only)."""
+    cap = int(req["maxOutputBytes"])
+    return max(1, cap if head_only(req) else cap // 2)
+
+
+def head_only(req):
+    return req.get("truncate") == "head"
+
+
+def parse_setup_note(control):
+    """The child's setup-failure message, or None. Written only by our own code before user code runs; still
+    parsed defensively, so that no bytes at all can take the server down."""
+    if not control:
+        return None
+    try:
+        note = json.loads(bytes(control).decode("utf-8", errors="replace"))
+    except ValueError:
+        return "unreadable setup report"
+    if isinstance(note, dict) and "sandbox" in note:
+        return str(note["sandbox"])[:2000]
+    return "unreadable setup report"
+
+
+def ends_in_memory_error(stderr):
+    """True when the program's stderr ends with a MemoryError traceback line (Python's RLIMIT_AS failure)."""
+    for line in reversed(stderr.splitlines()):
+        if line.strip():
+            return line.startswith("MemoryError")
+    return False
+
+
+def signal_name(num):
+    try:
+        return signal.Signals(num).name
+    except ValueError:  # a real-time signal has no name in the enum
+        return f"SIG{num}"
+
+
 def sandbox_error(req, message):
-    return {"id": req["id"], "status": "sandbox_error", "stdout": "", "stderr": message, "exitCode": None,
+    return {"id": req.get("id"), "status": "sandbox_error", "stdout": "", "stderr": message, "exitCode": None,
             "signal": None, "wallMs": 0.0, "cpuMs": None, "stdoutBytes": 0, "stderrBytes": 0}
 
 

@@ -20,12 +20,18 @@ export const RemoteClientSchema = z.object({
     .number()
     .int()
     .min(0)
-    .max(100)
-    .default(5)
+    .max(100_000)
+    .optional()
     .describe(
-      'resends of a call whose answer was lost in transport (code runs have no outside side effects)',
+      'HTTP: resends of a call at most (lost in transport, or refused by an overloaded server); default: as many as fit before its deadline',
     ),
   retryBackoffMs: z.number().min(0).max(60_000).default(100).describe('first retry delay, doubled each time'),
+  retryMaxBackoffMs: z
+    .number()
+    .min(0)
+    .max(60_000)
+    .default(2_000)
+    .describe('cap on the retry delay, so a server back after an outage is found within this long'),
   timeoutMs: z.number().int().min(10).max(600_000).optional().describe('default per-call wall-clock limit'),
   memoryMb: z.number().int().min(16).max(65_536).optional().describe('default per-call memory limit'),
   answerSlackMs: z

@@ -89,7 +89,21 @@ export const PoolSchema = LimitsSchema.extend({
   extraReadOnly: z
     .array(z.string())
     .default([])
-    .describe('host paths to expose read-only inside the sandbox'),
+    .describe(
+      'host paths to expose read-only inside the sandbox at the same path (under /tmp too); absolute, existing',
+    ),
+  networkPerCall: z
+    .boolean()
+    .default(true)
+    .describe(
+      "each call in its own network namespace, so calls cannot reach one another's loopback ports or abstract sockets (about 1 ms a call); false: calls of one fork server share its (offline) namespace",
+    ),
+  pythonPath: z
+    .array(z.string())
+    .default([])
+    .describe(
+      'import path entries for user code, as PYTHONPATH (before the standard library); exposed read-only',
+    ),
 });
 export type PoolConfig = z.infer<typeof PoolSchema>;
 export type PoolConfigInput = z.input<typeof PoolSchema>;

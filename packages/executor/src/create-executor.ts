@@ -1,4 +1,4 @@
-import type { PoolConfigInput } from './config.js';
+import { type PoolConfigInput, PoolSchema } from './config.js';
 import { EmbeddedPool } from './embedded-pool.js';
 import { type HttpClientOptions, HttpExecutor } from './http-client.js';
 import { type RedisClientOptions, RedisExecutor } from './redis-client.js';
@@ -25,21 +25,8 @@ export async function createExecutor(options: CreateExecutorOptions = {}): Promi
   return new RedisExecutor({ ...rest, redis: mode.redis }).connect();
 }
 
+/** The pool's own options, taken by the schema's keys so that none (like `servers`) is ever dropped. */
 function pickPool(o: Record<string, unknown>): PoolConfigInput {
-  const keys = [
-    'timeoutMs',
-    'cpuMs',
-    'memoryMb',
-    'maxOutputBytes',
-    'maxProcs',
-    'maxFileMb',
-    'tmpMb',
-    'concurrency',
-    'python',
-    'preload',
-    'leanServer',
-    'sandbox',
-    'extraReadOnly',
-  ];
-  return Object.fromEntries(Object.entries(o).filter(([k, v]) => keys.includes(k) && v !== undefined));
+  const keys = new Set(Object.keys(PoolSchema.shape));
+  return Object.fromEntries(Object.entries(o).filter(([k, v]) => keys.has(k) && v !== undefined));
 }

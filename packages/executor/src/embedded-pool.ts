@@ -2,7 +2,7 @@ import { type PoolConfig, type PoolConfigInput, PoolSchema, parseConfig } from '
 import { ExecutorError } from './errors.js';
 import { ForkServer } from './fork-server.js';
 import { errorResult, resolveRequest, toResult } from './requests.js';
-import { checkBwrap, resolvePython } from './sandbox-spec.js';
+import { checkBwrap, checkExposedPaths, resolvePython } from './sandbox-spec.js';
 import { Semaphore } from './semaphore.js';
 import { StatsRecorder } from './stats.js';
 import type { Executor, ExecutorStats, RunRequest, RunResult } from './types.js';
@@ -24,13 +24,16 @@ export class EmbeddedPool implements Executor {
 
   constructor(input: PoolConfigInput = {}) {
     this.config = parseConfig(PoolSchema, input, 'embedded pool config');
-    const { preload, sandbox, extraReadOnly } = this.config;
+    const { preload, sandbox, networkPerCall } = this.config;
+    const extraReadOnly = checkExposedPaths(this.config.extraReadOnly, 'extraReadOnly (--read-only)');
+    const pythonPath = checkExposedPaths(this.config.pythonPath, 'pythonPath (--pythonpath)');
     if (sandbox === 'bwrap') checkBwrap();
     const python = resolvePython(this.config.python);
     const make = (modules: readonly string[]) =>
       Array.from(
         { length: this.config.servers },
-        () => new ForkServer({ python, preload: modules, sandbox, extraReadOnly }),
+        () =>
+          new ForkServer({ python, preload: modules, sandbox, extraReadOnly, pythonPath, networkPerCall }),
       );
     this.science = make(preload);
     this.lean = [];

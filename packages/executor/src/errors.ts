@@ -4,10 +4,13 @@ export const ExecutorErrorCode = {
   INVALID_REQUEST: 'INVALID_REQUEST',
   SANDBOX_UNAVAILABLE: 'SANDBOX_UNAVAILABLE',
   WORKER_CRASHED: 'WORKER_CRASHED',
+  /** The call was SIGKILLed from outside its sandbox (the host's OOM killer, an operator), not by a limit. */
+  KILLED: 'KILLED',
   CLOSED: 'CLOSED',
   TRANSPORT: 'TRANSPORT',
   QUEUE_FULL: 'QUEUE_FULL',
   DEADLINE: 'DEADLINE',
+  CANCELLED: 'CANCELLED',
 } as const;
 export type ExecutorErrorCode = (typeof ExecutorErrorCode)[keyof typeof ExecutorErrorCode];
 

@@ -1,7 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { ExecutorError } from './errors.js';
-import { bwrapArgs, FORKSERVER_DIR, type PythonInfo } from './sandbox-spec.js';
+import { bwrapArgs, FORKSERVER_DIR, type PythonInfo, underCallTmpfs } from './sandbox-spec.js';
 import type { ExecutorStatus } from './types.js';
 
 /** How long past a call's own limit the fork server may stay silent before it is declared hung. */
@@ -19,6 +19,8 @@ export interface RawResult {
   cpuMs: number | null;
   stdoutBytes: number;
   stderrBytes: number;
+  /** Set with sandbox_error when the server knows more than "the sandbox failed" (KILLED). */
+  errorCode?: 'KILLED';
 }
 
 /** The fully resolved request sent to the fork server. */
@@ -29,6 +31,8 @@ export interface RawRequest {
   cpuMs: number;
   memoryMb: number;
   maxOutputBytes: number;
+  /** middle: keep head and tail with a marker between; head: keep the first maxOutputBytes only. */
+  truncate: 'middle' | 'head';
   maxProcs: number;
   maxFileMb: number;
   tmpMb: number;
@@ -40,6 +44,10 @@ export interface ForkServerOptions {
   preload: readonly string[];
   sandbox: 'bwrap' | 'none';
   extraReadOnly: readonly string[];
+  /** Import path entries for user code (exposed read-only, put where PYTHONPATH would put them). */
+  pythonPath: readonly string[];
+  /** Each call in its own network namespace (true), or sharing the fork server's. */
+  networkPerCall: boolean;
 }
 
 /**
@@ -53,12 +61,14 @@ export class ForkServer {
   private readonly pending = new Map<number, (r: RawResult) => void>();
   private nextId = 1;
   private closed = false;
+  /** Calls handed to run() and not yet answered, counted synchronously so that a burst spreads out. */
+  private assigned = 0;
   restarts = 0;
 
   constructor(private readonly opts: ForkServerOptions) {}
 
   get inFlight(): number {
-    return this.pending.size;
+    return this.assigned;
   }
 
   /** Starts the process and waits until it has imported its preloads. */
@@ -73,11 +83,19 @@ export class ForkServer {
     const script = sandbox === 'bwrap' ? '/agentrl/forkserver.py' : join(FORKSERVER_DIR, 'forkserver.py');
     const argv = [python.executable, '-I', script];
     const [cmd, ...args] =
-      sandbox === 'bwrap' ? ['bwrap', ...bwrapArgs(python, this.opts.extraReadOnly), ...argv] : argv;
+      sandbox === 'bwrap'
+        ? ['bwrap', ...bwrapArgs(python, [...this.opts.extraReadOnly, ...this.opts.pythonPath]), ...argv]
+        : argv;
     const env = {
       PATH: '/usr/local/bin:/usr/bin:/bin',
       LANG: 'C.UTF-8',
       AGENTRL_PRELOAD: this.opts.preload.join(','),
+      // Paths that each call's own tmpfs on /tmp or /dev/shm would hide: the server re-binds them per call.
+      AGENTRL_TMP_BINDS: JSON.stringify(
+        [...this.opts.extraReadOnly, ...this.opts.pythonPath].filter(underCallTmpfs),
+      ),
+      AGENTRL_PYTHONPATH: this.opts.pythonPath.join(':'),
+      AGENTRL_NETWORK_PER_CALL: this.opts.networkPerCall ? '1' : '0',
       // One BLAS thread: the server must stay single-threaded to fork safely, and calls run in parallel anyway.
       OPENBLAS_NUM_THREADS: '1',
       OMP_NUM_THREADS: '1',
@@ -135,6 +153,15 @@ export class ForkServer {
 
   /** Sends one call; resolves when its child has exited and its pipes are drained. */
   async run(req: RawRequest): Promise<RawResult> {
+    this.assigned++;
+    try {
+      return await this.send(req);
+    } finally {
+      this.assigned--;
+    }
+  }
+
+  private async send(req: RawRequest): Promise<RawResult> {
     await this.start();
     const proc = this.proc;
     const id = this.nextId++;

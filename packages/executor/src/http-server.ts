@@ -1,17 +1,20 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { z } from 'zod';
-import {
-  CodeJudgeBatchSchema,
-  CodeJudgeSubmissionSchema,
-  fromCodeJudge,
-  fromSandboxFusion,
-  SandboxFusionRequestSchema,
-  toCodeJudge,
-  toSandboxFusion,
-} from './compat.js';
+import { codeJudgePlugin } from './compat/code-judge.js';
+import type { CompatOptions } from './compat/fastapi.js';
+import { sandboxFusionPlugin } from './compat/sandbox-fusion.js';
 import { ExecutorError } from './errors.js';
 import { ExecutorMetrics } from './metrics.js';
 import type { Executor, RunRequest, RunResult } from './types.js';
+
+/** Aborts when the caller hangs up before its answer is sent, so queued work it gave up is dropped. */
+function hangUpSignal(reply: FastifyReply): AbortSignal {
+  const ctl = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) ctl.abort();
+  });
+  return ctl.signal;
+}
 
 const RunRequestSchema = z.object({
   code: z.string(),
@@ -19,13 +22,16 @@ const RunRequestSchema = z.object({
   timeoutMs: z.number().int().optional(),
   memoryMb: z.number().int().optional(),
   lastExpression: z.boolean().optional(),
+  maxOutputBytes: z.number().int().positive().optional(),
+  truncate: z.enum(['middle', 'head']).optional(),
+  deadlineMs: z.number().int().positive().optional(),
 });
 const BatchSchema = z.object({ requests: z.array(RunRequestSchema) });
 
 export interface HttpServerOptions {
   /** Where calls run: an embedded pool, or a Redis client that hands them to workers. */
   backend: Executor;
-  /** Calls accepted and not answered at most; beyond it requests get 503 and clients retry later. */
+  /** Calls accepted and not answered at most; beyond it requests get 504 and clients retry later. */
   maxPending?: number;
   /** Largest request body in bytes. */
   bodyLimit?: number;
@@ -47,12 +53,12 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     forceCloseConnections: 'idle',
   });
 
-  async function runAll(requests: RunRequest[]): Promise<RunResult[]> {
+  async function runAll(requests: RunRequest[], reply?: FastifyReply): Promise<RunResult[]> {
     pending += requests.length;
     metrics.inFlight.set(pending);
     const t0 = performance.now();
     try {
-      const results = await backend.runBatch(requests);
+      const results = await backend.runBatch(requests, reply && { signal: hangUpSignal(reply) });
       for (const r of results) metrics.observe(r, (performance.now() - t0) / 1000);
       return results;
     } finally {
@@ -61,11 +67,23 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     }
   }
 
-  function admit(n: number): boolean {
+  /**
+   * Back-pressure: past maxPending, a request is refused with 504 and Retry-After, the status verl's
+   * SandboxFusion client retries (`call_sandbox_api` in verl/utils/reward_score/sandbox_fusion/utils.py
+   * retries 504 only); this package's client retries it too. Nothing refused has started.
+   */
+  function hasRoom(n: number): boolean {
     if (pending + n <= maxPending) return true;
     metrics.rejected.inc(n);
     return false;
   }
+  function admit(n: number, reply: FastifyReply, body: Record<string, string>): boolean {
+    if (hasRoom(n)) return true;
+    reply.code(OVERLOADED).header('retry-after', '1').send(body);
+    return false;
+  }
+  const FULL = { error: 'queue full; retry later' };
+  const OVERLOADED = 504;
 
   app.setErrorHandler((error: Error & { statusCode?: number }, _req, reply) => {
     const status =
@@ -81,54 +99,25 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
 
   app.post('/v1/run', async (req, reply) => {
     const body = RunRequestSchema.parse(req.body);
-    if (!admit(1))
-      return reply.code(503).header('retry-after', '1').send({ error: 'queue full; retry later' });
-    return (await runAll([body]))[0];
+    if (!admit(1, reply, FULL)) return reply;
+    return (await runAll([body], reply))[0];
   });
   app.post('/v1/run-batch', async (req, reply) => {
     const { requests } = BatchSchema.parse(req.body);
-    if (!admit(requests.length))
-      return reply.code(503).header('retry-after', '1').send({ error: 'queue full; retry later' });
-    return { results: await runAll(requests) };
+    if (!admit(requests.length, reply, FULL)) return reply;
+    return { results: await runAll(requests, reply) };
   });
 
-  // code-judge (rStar2-Agent's tool server) drop-in.
-  app.post('/run', async (req, reply) => {
-    const sub = CodeJudgeSubmissionSchema.parse(req.body);
-    if (!admit(1)) return reply.code(503).send({ error: 'queue full; retry later' });
-    const [r] = await runAll([fromCodeJudge(sub)]);
-    return toCodeJudge(sub, r as RunResult);
-  });
-  const judgeBatch = async (body: unknown, reply: import('fastify').FastifyReply) => {
-    const batch = CodeJudgeBatchSchema.parse(body);
-    if (!admit(batch.submissions.length)) return reply.code(503).send({ error: 'queue full; retry later' });
-    const results = await runAll(batch.submissions.map(fromCodeJudge));
-    return {
-      sub_id: batch.sub_id ?? '',
-      results: batch.submissions.map((s, i) => toCodeJudge(s, results[i] as RunResult)),
-    };
+  // The peers' APIs, each in its own plugin (own error shape): code-judge (rStar2-Agent), SandboxFusion (verl).
+  const compat: CompatOptions = {
+    runAll,
+    admit: hasRoom,
+    overloadStatus: OVERLOADED,
+    pending: () => pending,
+    workers: async () => (await backend.workers?.()) ?? 0,
   };
-  app.post('/run/batch', (req, reply) => judgeBatch(req.body, reply));
-  app.post('/run/long-batch', (req, reply) => judgeBatch(req.body, reply));
-  app.get('/status', async () => ({
-    queue: pending,
-    num_workers: (await backend.workers?.()) ?? 0,
-    mode: backend.mode,
-  }));
-
-  // SandboxFusion drop-in.
-  app.post('/run_code', async (req, reply) => {
-    const parsed = SandboxFusionRequestSchema.safeParse(req.body);
-    if (!parsed.success) {
-      return reply
-        .code(400)
-        .send({ status: 'SandboxError', message: parsed.error.issues[0]?.message ?? 'bad request' });
-    }
-    if (!admit(1))
-      return reply.code(503).send({ status: 'SandboxError', message: 'queue full; retry later' });
-    const [r] = await runAll([fromSandboxFusion(parsed.data)]);
-    return toSandboxFusion(r as RunResult);
-  });
+  app.register(codeJudgePlugin, compat);
+  app.register(sandboxFusionPlugin, compat);
 
   return app;
 }

@@ -13,6 +13,12 @@ export { ExecutorError, ExecutorErrorCode } from './errors.js';
 export { type HttpClientOptions, HttpExecutor } from './http-client.js';
 export { createHttpServer, type HttpServerOptions } from './http-server.js';
 export { type RedisClientOptions, RedisClientSchema, RedisExecutor } from './redis-client.js';
-export { startWorker, type Worker, type WorkerOptions, WorkerSchema } from './redis-worker.js';
+export {
+  startWorker,
+  type Worker,
+  type WorkerOptions,
+  WorkerSchema,
+  type WorkerSkips,
+} from './redis-worker.js';
 export { type RunningServer, type ServeOptions, serve } from './serve.js';
-export type { Executor, ExecutorStats, ExecutorStatus, RunRequest, RunResult } from './types.js';
+export type { Executor, ExecutorStats, ExecutorStatus, RunOptions, RunRequest, RunResult } from './types.js';

@@ -5,7 +5,17 @@ import { z } from 'zod';
 import { type PoolConfigInput, parseConfig } from './config.js';
 import { EmbeddedPool } from './embedded-pool.js';
 import { ExecutorError } from './errors.js';
-import { COMPLETE, connectRedis, fields, redisKeys } from './redis-scripts.js';
+import {
+  COMPLETE,
+  ConnectTimeoutSchema,
+  connectRedis,
+  fields,
+  firstAnswer,
+  REAP,
+  redisKeys,
+  SCREEN,
+  Screen,
+} from './redis-scripts.js';
 import { errorResult } from './requests.js';
 import type { RunRequest, RunResult } from './types.js';
 
@@ -36,14 +46,38 @@ export const WorkerSchema = z.object({
     .min(1)
     .default(3600)
     .describe('how long a job id is remembered as answered'),
+  reapAfterMs: z
+    .number()
+    .int()
+    .min(100)
+    .optional()
+    .describe(
+      'a consumer (worker) silent this long with no job pending is removed from the group; default 2 x visibilityMs',
+    ),
+  connectTimeoutMs: ConnectTimeoutSchema,
 });
 export type WorkerOptions = z.input<typeof WorkerSchema> & { pool?: PoolConfigInput };
+
+export interface WorkerSkips {
+  /** Past their deadline (the caller had its DEADLINE error, or would before this run could end). */
+  expired: number;
+  /** Their client's lease had lapsed: the client (an HTTP front end, say) was killed or closed. */
+  abandoned: number;
+  /** Answered already (a copy resubmitted after a Redis restart or a lapsed lease). */
+  answered: number;
+  /** Cancelled by their caller (an HTTP caller that hung up, an aborted signal). */
+  cancelled: number;
+}
 
 export interface Worker {
   readonly consumer: string;
   readonly pool: EmbeddedPool;
   /** Jobs this worker answered (first answers only). */
   completed(): number;
+  /** Jobs taken and not run (or run and not published) because nobody wanted the answer any more. */
+  skipped(): WorkerSkips;
+  /** Consumers of dead workers this worker removed from the group. */
+  reaped(): number;
   /** Stops taking jobs, finishes the ones it has, closes the pool and the connections. */
   stop(): Promise<void>;
 }
@@ -58,23 +92,32 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const opts = parseConfig(WorkerSchema, rest, 'worker options');
   const keys = redisKeys(opts.prefix);
   const consumer = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-  const pool = await new EmbeddedPool(poolInput ?? {}).start();
+  const reapAfterMs = opts.reapAfterMs ?? 2 * opts.visibilityMs;
   const blocking: Redis = connectRedis(opts.redis);
   const cmd: Redis = connectRedis(opts.redis);
   for (const c of [blocking, cmd]) c.on('error', () => {});
+  // Redis first (it fails fast on a wrong address), then the pool (which takes seconds to warm).
+  try {
+    await firstAnswer(cmd, opts.redis, opts.connectTimeoutMs, 'start redis-server or fix --redis');
+  } catch (e) {
+    blocking.disconnect();
+    cmd.disconnect();
+    throw e;
+  }
+  let pool: EmbeddedPool;
+  try {
+    pool = await new EmbeddedPool(poolInput ?? {}).start();
+  } catch (e) {
+    blocking.disconnect();
+    cmd.disconnect();
+    throw e;
+  }
   const active = new Set<string>();
   let stopping = false;
   let done = 0;
+  const skips: WorkerSkips = { expired: 0, abandoned: 0, answered: 0, cancelled: 0 };
+  let reaped = 0;
   let wake: (() => void) | undefined;
-
-  try {
-    await cmd.ping();
-  } catch (cause) {
-    await pool.close();
-    throw new ExecutorError('TRANSPORT', `Redis at ${opts.redis} did not answer; start redis-server first`, {
-      cause,
-    });
-  }
 
   const ensureGroup = async () => {
     try {
@@ -85,11 +128,11 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   };
   await ensureGroup();
 
-  const process1 = async (entryId: string, list: string[]) => {
-    const f = fields(list);
+  const process1 = async (entryId: string, f: Record<string, string>, request: RunRequest | Error) => {
     let result: RunResult;
     try {
-      result = await pool.run(JSON.parse(f.p ?? '{}') as RunRequest);
+      if (request instanceof Error) throw request;
+      result = await pool.run(request);
     } catch (e) {
       result = errorResult(e as Error, 0); // an invalid request is answered, not retried forever
     }
@@ -100,19 +143,21 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     // Retried until Redis takes it: connections wait through restarts (maxRetriesPerRequest: null).
     for (;;) {
       try {
-        const first = await cmd.eval(
+        const outcome = await cmd.eval(
           COMPLETE,
-          3,
+          4,
           keys.jobs,
           keys.done(f.j ?? entryId),
           f.r ?? `${opts.prefix}reply:orphans`,
+          f.l ?? '',
           keys.group,
           entryId,
           f.j ?? entryId,
           JSON.stringify(result),
           opts.doneTtlSeconds,
         );
-        if (first === 1) done++;
+        if (outcome === 1) done++;
+        else if (outcome === 2) skips.abandoned++;
         return;
       } catch {
         if (stopping) return;
@@ -121,18 +166,49 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     }
   };
 
-  const launch = (entries: [string, string[] | null][]) => {
+  /** Runs the jobs taken that are still wanted (SCREEN drops the others without running them). */
+  const launch = async (entries: [string, string[] | null][]) => {
+    const jobs: { entryId: string; f: Record<string, string>; request: RunRequest | Error }[] = [];
     for (const [entryId, list] of entries) {
       if (!list) {
         void cmd.xack(keys.jobs, keys.group, entryId).catch(() => {}); // deleted while pending
         continue;
       }
+      const f = fields(list);
+      let request: RunRequest | Error;
+      try {
+        request = JSON.parse(f.p ?? '{}') as RunRequest;
+      } catch (e) {
+        request = e as Error;
+      }
+      jobs.push({ entryId, f, request });
+    }
+    if (jobs.length === 0) return;
+    const verdicts = (await cmd.eval(
+      SCREEN,
+      1 + 2 * jobs.length,
+      keys.jobs,
+      ...jobs.flatMap(({ entryId, f }) => [keys.done(f.j ?? entryId), f.l ?? '']),
+      keys.group,
+      ...jobs.flatMap(({ entryId, f, request }) => [
+        entryId,
+        f.d ?? '',
+        request instanceof Error ? 0 : (request.timeoutMs ?? pool.config.timeoutMs),
+      ]),
+    )) as number[];
+    jobs.forEach(({ entryId, f, request }, i) => {
+      const verdict = verdicts[i];
+      if (verdict === Screen.EXPIRED) skips.expired++;
+      else if (verdict === Screen.ABANDONED) skips.abandoned++;
+      else if (verdict === Screen.ANSWERED) skips.answered++;
+      else if (verdict === Screen.CANCELLED) skips.cancelled++;
+      if (verdict !== Screen.RUN) return;
       active.add(entryId);
-      void process1(entryId, list).finally(() => {
+      void process1(entryId, f, request).finally(() => {
         active.delete(entryId);
         wake?.();
       });
-    }
+    });
   };
 
   /** Answers jobs that already took down maxDeliveries workers, so one job cannot kill the fleet. */
@@ -182,6 +258,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
 
   const capacity = pool.config.concurrency * 2; // keep the pool fed while results are published
   let lastReclaim = 0;
+  let lastReap = Date.now();
   const loop = (async () => {
     while (!stopping) {
       const free = Math.min(opts.batchSize, capacity - active.size);
@@ -204,8 +281,13 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
             free,
           )) as [string, [string, string[] | null][]];
           if (claimed.length > 0) {
-            launch(await dropPoison(claimed));
+            await launch(await dropPoison(claimed));
             continue;
+          }
+          // Nothing left to retake: consumers that are silent and hold nothing are dead workers.
+          if (Date.now() - lastReap > Math.min(reapAfterMs / 2, 5000)) {
+            lastReap = Date.now();
+            reaped += (await cmd.eval(REAP, 1, keys.jobs, keys.group, consumer, reapAfterMs)) as number;
           }
         }
         const res = (await blocking.xreadgroup(
@@ -220,7 +302,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
           keys.jobs,
           '>',
         )) as [string, [string, string[]][]][] | null;
-        if (res) for (const [, entries] of res) launch(entries);
+        if (res) for (const [, entries] of res) await launch(entries);
       } catch (e) {
         if (String((e as Error).message).includes('NOGROUP')) {
           await ensureGroup().catch(() => {}); // Redis restarted empty
@@ -235,6 +317,8 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     consumer,
     pool,
     completed: () => done,
+    skipped: () => ({ ...skips }),
+    reaped: () => reaped,
     async stop() {
       stopping = true;
       wake?.();

@@ -18,12 +18,23 @@ export function resolveRequest(req: RunRequest, limits: Limits): RawRequest {
     timeoutMs,
     cpuMs: limits.cpuMs ?? timeoutMs,
     memoryMb: clampInt(req.memoryMb ?? limits.memoryMb, 16, 65_536, 'memoryMb'),
-    maxOutputBytes: limits.maxOutputBytes,
+    maxOutputBytes: clampInt(
+      req.maxOutputBytes ?? limits.maxOutputBytes,
+      64,
+      64 * 1024 * 1024,
+      'maxOutputBytes',
+    ),
+    truncate: truncateMode(req.truncate),
     maxProcs: limits.maxProcs,
     maxFileMb: limits.maxFileMb,
     tmpMb: limits.tmpMb,
     lastExpression: req.lastExpression ?? false,
   };
+}
+
+function truncateMode(v: unknown): 'middle' | 'head' {
+  if (v === undefined || v === 'middle' || v === 'head') return v ?? 'middle';
+  throw new ExecutorError('INVALID_REQUEST', `truncate must be "middle" or "head"; got ${JSON.stringify(v)}`);
 }
 
 function clampInt(v: number, min: number, max: number, what: string): number {
@@ -34,10 +45,10 @@ function clampInt(v: number, min: number, max: number, what: string): number {
 }
 
 export function toResult(raw: RawResult, latencyMs: number): RunResult {
-  const { id: _id, ...rest } = raw;
+  const { id: _id, errorCode, ...rest } = raw;
   const result: RunResult = { ...rest, latencyMs };
   if (raw.status === 'sandbox_error') {
-    result.error = { code: 'WORKER_CRASHED', message: raw.stderr };
+    result.error = { code: errorCode ?? 'WORKER_CRASHED', message: raw.stderr };
   }
   return result;
 }

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ExecutorError } from './errors.js';
 
@@ -89,10 +89,42 @@ export function bwrapArgs(info: PythonInfo, extraReadOnly: readonly string[]): s
   for (const f of ['/etc/ld.so.cache', '/etc/localtime', '/etc/alternatives']) roBind(f);
   for (const r of info.roots) if (!r.startsWith('/usr/')) roBind(r);
   roBind(dirname(info.executable));
-  for (const p of extraReadOnly) roBind(p);
   args.push('--ro-bind', FORKSERVER_DIR, '/agentrl');
-  args.push('--proc', '/proc', '--dev', '/dev', '--dir', '/dev/shm', '--tmpfs', '/tmp', '--remount-ro', '/');
+  // The server's /tmp first, so that configured paths under /tmp land on it instead of being hidden by it.
+  args.push('--proc', '/proc', '--dev', '/dev', '--dir', '/dev/shm', '--tmpfs', '/tmp');
+  for (const p of extraReadOnly) roBind(p);
+  args.push('--remount-ro', '/');
   return args;
+}
+
+/** Paths each call's own tmpfs (on /tmp and /dev/shm) would hide; the fork server re-binds them per call. */
+export function underCallTmpfs(path: string): boolean {
+  return /^\/(tmp|dev\/shm)(\/|$)/.test(path);
+}
+
+/**
+ * Checks the host paths a config exposes to user code (read-only paths, PYTHONPATH entries): absolute,
+ * existing, not the whole file system. Returns them normalised; throws INVALID_CONFIG naming the bad one.
+ */
+export function checkExposedPaths(paths: readonly string[], what: string): string[] {
+  return paths.map((p) => {
+    const norm = resolve(p);
+    const hidden =
+      /^\/(proc|sys)(\/|$)/.test(norm) || (/^\/dev(\/|$)/.test(norm) && !/^\/dev\/shm\/./.test(norm));
+    if (!isAbsolute(p) || hidden || ['/', '/tmp', '/dev/shm'].includes(norm)) {
+      throw new ExecutorError(
+        'INVALID_CONFIG',
+        `${what}: ${JSON.stringify(p)} cannot be exposed; give an absolute path to a directory or file below /, other than /proc, /dev, /sys, /tmp or /dev/shm themselves`,
+      );
+    }
+    if (!existsSync(norm)) {
+      throw new ExecutorError(
+        'INVALID_CONFIG',
+        `${what}: ${norm} does not exist on this host; fix the path or drop it`,
+      );
+    }
+    return norm;
+  });
 }
 
 let bwrapChecked: string | undefined;

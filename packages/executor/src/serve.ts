@@ -11,7 +11,12 @@ export interface ServeOptions {
   /** Hand calls to workers through this Redis instead of running them in this process. */
   redis?: string;
   prefix?: string;
+  /** Calls accepted and not yet answered at most; beyond it requests get 504 (clients retry). */
   maxPending?: number;
+  /** With --redis: how long this front end's jobs outlive it if it is killed (see RedisClientSchema). */
+  leaseMs?: number;
+  /** With --redis: how long to wait for Redis to first answer. */
+  connectTimeoutMs?: number;
   pool?: PoolConfigInput;
 }
 
@@ -26,7 +31,12 @@ export interface RunningServer {
 /** Starts the HTTP server (what `agentrl executor serve` runs). */
 export async function serve(options: ServeOptions = {}): Promise<RunningServer> {
   const backend: Executor = options.redis
-    ? await new RedisExecutor({ redis: options.redis, prefix: options.prefix }).connect()
+    ? await new RedisExecutor({
+        redis: options.redis,
+        prefix: options.prefix,
+        leaseMs: options.leaseMs,
+        connectTimeoutMs: options.connectTimeoutMs,
+      }).connect()
     : await new EmbeddedPool(options.pool ?? {}).start();
   const app = createHttpServer({ backend, maxPending: options.maxPending });
   const address = await app.listen({ port: options.port ?? 8090, host: options.host ?? '127.0.0.1' });

@@ -11,6 +11,17 @@ export interface RunRequest {
   memoryMb?: number;
   /** Print the repr of the last expression, as a notebook cell would. */
   lastExpression?: boolean;
+  /** Cap on stdout and on stderr each for this call (default: the executor's maxOutputBytes). */
+  maxOutputBytes?: number;
+  /** middle (default): keep the head and the tail with a marker between; head: keep the first bytes only. */
+  truncate?: 'middle' | 'head';
+  /**
+   * Remote clients: how long the caller waits for an answer, counted from when the client takes the call
+   * (after any wait for maxInFlight); past it the call ends with a DEADLINE error and no worker starts
+   * it any more. Default: timeoutMs + answerSlackMs, from the first send (HTTP) or the first enqueue
+   * (Redis: waiting on a full queue does not count). The embedded pool ignores it.
+   */
+  deadlineMs?: number;
 }
 
 /** A ToolOutcome with the executor's extras. */
@@ -33,13 +44,22 @@ export interface ExecutorStats {
   latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };
 }
 
+/** Per-call options of the remote clients (the embedded pool ignores them). */
+export interface RunOptions {
+  /**
+   * Aborting gives the call up: it resolves at once with sandbox_error / CANCELLED, and (Redis) no
+   * worker starts it afterwards. The HTTP server aborts the calls of a request whose caller hung up.
+   */
+  signal?: AbortSignal;
+}
+
 /** The client API, the same in all three modes. */
 export interface Executor {
   readonly mode: 'embedded' | 'http' | 'redis';
   /** Runs one call. Resolves with a structured result; infrastructure failures become sandbox_error. */
-  run(request: RunRequest): Promise<RunResult>;
+  run(request: RunRequest, options?: RunOptions): Promise<RunResult>;
   /** Runs many calls; results come back in order. */
-  runBatch(requests: readonly RunRequest[]): Promise<RunResult[]>;
+  runBatch(requests: readonly RunRequest[], options?: RunOptions): Promise<RunResult[]>;
   stats(): ExecutorStats;
   /** Workers behind this executor: the pool's concurrency, or live Redis consumers (code-judge /status). */
   workers?(): Promise<number>;

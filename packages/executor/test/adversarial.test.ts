@@ -88,7 +88,8 @@ describe('adversarial code', () => {
   });
 
   it('writing outside the temp dir: read-only file system', async () => {
-    for (const path of ['/usr/evil', '/evil', '/etc/evil', '/agentrl/evil']) {
+    // /dev too: bwrap's /dev is one tmpfs per server, writable where user code keeps uid 0 (unprivileged)
+    for (const path of ['/usr/evil', '/evil', '/etc/evil', '/agentrl/evil', '/dev/evil']) {
       const r = await hostile({ code: `open(${JSON.stringify(path)}, "w").write("x")` });
       expect(r.status).toBe('runtime_error');
       expect(r.stderr).toContain(`OSError: [Errno 30] Read-only file system: '${path}'`);

@@ -1,7 +1,9 @@
 import { ToolOutcomeSchema } from '@agentrl/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createExecutor } from '../src/create-executor.js';
 import { EmbeddedPool } from '../src/embedded-pool.js';
 import { ExecutorError } from '../src/errors.js';
+import { descendantsOf, sleep } from './processes.js';
 
 let pool: EmbeddedPool;
 beforeAll(async () => {
@@ -141,4 +143,49 @@ describe('embedded pool: ordinary calls', () => {
       }
     },
   );
+});
+
+describe('createExecutor: fork servers', () => {
+  it('honours `servers` and spreads a burst over them (issue 14, item 5)', async () => {
+    // Before the fix `servers` was dropped on the way to the pool, and in-flight calls were counted only
+    // after an await, so every call of a burst went to fork server 0.
+    const ex = (await createExecutor({
+      servers: 3,
+      concurrency: 6,
+      preload: [],
+      leanServer: false,
+    })) as EmbeddedPool;
+    try {
+      const servers = ex.serverPids as number[];
+      expect(servers).toHaveLength(3);
+      const burst = ex.runBatch(Array.from({ length: 6 }, () => ({ code: 'import time\ntime.sleep(1.5)' })));
+      await sleep(700);
+      // Each call is one process under its server's bwrap tree (bwrap, its pid 1, the Python server, calls).
+      const perServer = servers.map((pid) => descendantsOf([pid]).length - 2);
+      expect(perServer).toEqual([2, 2, 2]);
+      expect((await burst).map((r) => r.status)).toEqual(Array(6).fill('ok'));
+    } finally {
+      await ex.close();
+    }
+  });
+});
+
+describe('per-call output caps', () => {
+  it('truncate: head keeps the first maxOutputBytes, and how stderr ends still decides the status', async () => {
+    const r = await pool.run({
+      code: 'import sys\nprint("a" * 5000)\nsys.stderr.write("e" * 300000 + "\\n")\nx = bytearray(10**12)',
+      maxOutputBytes: 1000,
+      truncate: 'head',
+    });
+    expect(r).toMatchObject({
+      status: 'memory_exceeded',
+      stdout: 'a'.repeat(1000),
+      stderrBytes: expect.any(Number),
+    });
+    expect(r.stderr).toBe('e'.repeat(1000));
+    expect(r.stdoutBytes).toBe(5001);
+    await expect(pool.run({ code: '', truncate: 'tail' as 'head' })).rejects.toThrow(
+      /truncate must be "middle" or "head"/,
+    );
+  });
 });

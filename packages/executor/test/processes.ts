@@ -1,4 +1,6 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 /** Host processes whose command line contains `needle` (the test's view of an escaped process). */
 export function hostProcessesMatching(needle: string): number[] {
@@ -44,3 +46,25 @@ export function descendantsOf(roots: readonly number[]): number[] {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Starts the package's CLI (`agentrl-executor serve ...`, source through tsx) in its own process; its URL. */
+export async function startServeCli(args: string[]): Promise<{ url: string; proc: ChildProcess }> {
+  const pkg = fileURLToPath(new URL('..', import.meta.url));
+  const proc = spawn(
+    process.execPath,
+    ['--conditions=@agentrl/source', '--import', 'tsx', 'src/bin.ts', 'serve', '--port', '0', ...args],
+    { cwd: pkg, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const take = (c: Buffer) => {
+      out += c.toString();
+      const m = /serving on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1] as string);
+    };
+    proc.stdout?.on('data', take);
+    proc.stderr?.on('data', take);
+    proc.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${out}`)));
+  });
+  return { url, proc };
+}

@@ -1,9 +1,18 @@
+import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { HttpExecutor } from '../src/http-client.js';
 import { RedisExecutor } from '../src/redis-client.js';
 import { startWorker, type Worker } from '../src/redis-worker.js';
 import { serve } from '../src/serve.js';
+import { spawnTs, waitForLine } from './bin-process.js';
 import { testRedis } from './redis-server.js';
+
+/** Keys under `prefix` that hold answers or client state (done markers aside). */
+async function leftovers(probe: Redis, prefix: string): Promise<string[]> {
+  const keys = await probe.keys(`${prefix}*`);
+  return keys.filter((k) => !k.startsWith(`${prefix}done:`) && k !== `${prefix}jobs`).sort();
+}
 
 let redis: Awaited<ReturnType<typeof testRedis>>;
 beforeAll(async () => {
@@ -157,6 +166,145 @@ describe('distributed mode (Redis streams + consumer group)', () => {
     } finally {
       await server.close();
       await worker.stop();
+    }
+  });
+
+  it('a job whose caller had its DEADLINE is never run later, and leaves no answer behind', async () => {
+    const prefix = `${redis.prefix}expired:`;
+    const client = await new RedisExecutor({ redis: redis.url, prefix, answerSlackMs: 300 }).connect();
+    const probe = new Redis(redis.url);
+    let worker: Worker | undefined;
+    try {
+      const r = await client.run({ code: 'print("too late")', timeoutMs: 200 });
+      expect(r.error?.code).toBe('DEADLINE');
+      worker = await startWorker({ redis: redis.url, prefix, pool });
+      await vi.waitFor(() => expect(worker?.skipped().expired).toBe(1), { timeout: 5000 });
+      expect(worker.completed()).toBe(0);
+      expect(await probe.xlen(`${prefix}jobs`)).toBe(0);
+      // Only the live client's lease: no reply stream was ever written.
+      const left = await leftovers(probe, prefix);
+      expect(left.map((k) => k.replace(/[^:]+$/, ''))).toEqual([`${prefix}lease:`]);
+      await client.close();
+      expect(await leftovers(probe, prefix)).toEqual([]);
+    } finally {
+      probe.disconnect();
+      await client.close();
+      await worker?.stop();
+    }
+  });
+
+  it("a killed client's jobs are skipped, not run, and its lease and reply stream expire", async () => {
+    const prefix = `${redis.prefix}killed:`;
+    const probe = new Redis(redis.url);
+    const proc = spawnTs('test/fixtures/submit-and-wait.ts', [redis.url, prefix, '3', '600']);
+    let worker: Worker | undefined;
+    try {
+      await waitForLine(proc, /submitted/);
+      expect(await probe.xlen(`${prefix}jobs`)).toBe(3);
+      proc.kill('SIGKILL');
+      await vi.waitFor(async () => expect(await leftovers(probe, prefix)).toEqual([]), { timeout: 3000 });
+      worker = await startWorker({ redis: redis.url, prefix, pool });
+      await vi.waitFor(() => expect(worker?.skipped().abandoned).toBe(3), { timeout: 5000 });
+      expect(worker.completed()).toBe(0);
+      expect(await probe.xlen(`${prefix}jobs`)).toBe(0);
+      expect(await leftovers(probe, prefix)).toEqual([]);
+    } finally {
+      proc.kill('SIGKILL');
+      probe.disconnect();
+      await worker?.stop();
+    }
+  });
+
+  it('through the HTTP front end, "no worker answers" ends in DEADLINE with one job per call', async () => {
+    const prefix = `${redis.prefix}front-deadline:`;
+    const server = await serve({ port: 0, redis: redis.url, prefix });
+    const client = new HttpExecutor({ url: server.url, lingerMs: 1, answerSlackMs: 1500 });
+    const probe = new Redis(redis.url);
+    let worker: Worker | undefined;
+    try {
+      const t0 = Date.now();
+      const rs = await client.runBatch([
+        { code: 'print(1)', timeoutMs: 200 },
+        { code: 'print(2)', timeoutMs: 200 },
+      ]);
+      expect(rs.map((r) => r.error?.code)).toEqual(['DEADLINE', 'DEADLINE']);
+      expect(rs[0]?.error?.message).toMatch(/no worker answered/); // the front end's answer, in time
+      expect(Date.now() - t0).toBeLessThan(1700 + 2000);
+      expect(await probe.xlen(`${prefix}jobs`)).toBe(2); // not one resent copy per client timeout
+      // A worker that comes later does not run what nobody waits for.
+      worker = await startWorker({ redis: redis.url, prefix, pool });
+      await vi.waitFor(() => expect(worker?.skipped().expired).toBe(2), { timeout: 5000 });
+      expect(worker.completed()).toBe(0);
+      await server.close();
+      expect(await leftovers(probe, prefix)).toEqual([]);
+    } finally {
+      probe.disconnect();
+      await client.close();
+      await server.close();
+      await worker?.stop();
+    }
+  });
+
+  it('removes the consumers of dead workers from the group once their jobs are retaken', async () => {
+    const prefix = `${redis.prefix}reap:`;
+    const jobs = `${prefix}jobs`;
+    const client = await new RedisExecutor({
+      redis: redis.url,
+      prefix,
+      lingerMs: 0,
+      answerSlackMs: 10_000,
+    }).connect();
+    const ghost = new Redis(redis.url);
+    let worker: Worker | undefined;
+    try {
+      const call = client.run({ code: 'print("rescued")' });
+      await vi.waitFor(async () => expect(await ghost.xlen(jobs)).toBe(1));
+      // Two workers that died: one holding the job, one idle.
+      await ghost.xgroup('CREATE', jobs, 'workers', '0', 'MKSTREAM');
+      await ghost.xreadgroup('GROUP', 'workers', 'dead-holder', 'COUNT', 1, 'STREAMS', jobs, '>');
+      await ghost.xgroup('CREATECONSUMER', jobs, 'workers', 'dead-idle');
+      const names = async () =>
+        ((await ghost.xinfo('CONSUMERS', jobs, 'workers')) as string[][]).map((c) => c[1]).sort();
+      expect(await names()).toEqual(['dead-holder', 'dead-idle']);
+      worker = await startWorker({ redis: redis.url, prefix, visibilityMs: 300, reapAfterMs: 600, pool });
+      expect(await call).toMatchObject({ status: 'ok', stdout: 'rescued\n' });
+      const live = worker.consumer;
+      await vi.waitFor(async () => expect(await names()).toEqual([live]), { timeout: 5000 });
+      expect(worker.reaped()).toBe(2);
+    } finally {
+      ghost.disconnect();
+      await client.close();
+      await worker?.stop();
+    }
+  });
+
+  it('an HTTP caller that hangs up cancels its queued jobs: no worker runs them', async () => {
+    const prefix = `${redis.prefix}hangup:`;
+    const server = await serve({ port: 0, redis: redis.url, prefix });
+    const probe = new Redis(redis.url);
+    let worker: Worker | undefined;
+    try {
+      const ctl = new AbortController();
+      const call = request(`${server.url}/run_code`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ code: 'print("nobody reads this")', language: 'python' }),
+        signal: ctl.signal,
+      }).catch((e: Error) => e);
+      await vi.waitFor(async () => expect(await probe.xlen(`${prefix}jobs`)).toBe(1));
+      ctl.abort(); // as verl does when its request timeout passes
+      expect(await call).toBeInstanceOf(Error);
+      await vi.waitFor(async () =>
+        expect(await (await request(`${server.url}/health`)).body.json()).toMatchObject({ pending: 0 }),
+      );
+      worker = await startWorker({ redis: redis.url, prefix, pool });
+      await vi.waitFor(() => expect(worker?.skipped().cancelled).toBe(1), { timeout: 5000 });
+      expect(worker.completed()).toBe(0);
+      expect(await probe.xlen(`${prefix}jobs`)).toBe(0);
+    } finally {
+      probe.disconnect();
+      await server.close();
+      await worker?.stop();
     }
   });
 });

@@ -54,6 +54,14 @@ describe('resampleOnCorrect: worked examples', () => {
     expect(keptPositives(false, false)).toHaveLength(2); // all tied: a seeded draw
   });
 
+  it('rounds each quota on its own, as the reference: N = 6, n = 3, one positive, minNegative 2 keeps 1 + 2', () => {
+    const g = group([{ reward: 1 }, ...times(5, { reward: 0 })]);
+    const r = resampleOnCorrect([g], { groupSize: 6, n: 3, minPositive: 0, minNegative: 2 });
+    // negatives round(5 * 3 / 6) = round(2.5) = 2, at the minimum 2: positives 3 - 2 = 1
+    expect(r.decisions[0]).toMatchObject({ fate: 'downsampled', keptPositive: 1, keptNegative: 2 });
+    expect(ids(r.groups[0])).toContain('p-0');
+  });
+
   it('keeps groups of exactly n whole and drops groups smaller than n', () => {
     const r = resampleOnCorrect(
       [

@@ -226,6 +226,23 @@ describe('the native entry points themselves never crash the process', () => {
     ],
     ['unknown backend', { ...valid, backend: 'tpu' }, /backend must be cpu, cuda or hip/],
     ['temperature 0', { ...valid, config: { temperature: 0 } }, /temperature/],
+    // numbers are checked before any cast: NaN to int64 is undefined behaviour, an enum past its range picks nothing
+    ['NaN tokenCount', { ...valid, config: { tokenCount: Number.NaN } }, /tokenCount must be finite/],
+    [
+      'Infinity seqCount',
+      { ...valid, config: { seqCount: Number.POSITIVE_INFINITY } },
+      /seqCount must be finite/,
+    ],
+    ['aggregation 7', { ...valid, config: { aggregation: 7 } }, /aggregation must be an integer in \[0, 3\]/],
+    [
+      'aggregation -1',
+      { ...valid, config: { aggregation: -1 } },
+      /aggregation must be an integer in \[0, 3\]/,
+    ],
+    ['fractional aggregation', { ...valid, config: { aggregation: 1.5 } }, /aggregation must be an integer/],
+    ['NaN clipLow', { ...valid, config: { clipLow: Number.NaN } }, /clipLow must be finite/],
+    ['fractional vocabSize', { ...valid, vocabSize: 20.5 }, /vocabSize must be an integer/],
+    ['NaN vocabSize', { ...valid, vocabSize: Number.NaN }, /vocabSize must be finite/],
     [
       'bf16 on cpu',
       { ...valid, bf16: true, logits: new Uint16Array(140) },

@@ -14,7 +14,7 @@ import { goldAnswer } from '../src/answer.js';
 import { Deadline } from '../src/deadline.js';
 import { extractAnswer, verify } from '../src/index.js';
 import { canonicalString } from '../src/latex/normalize.js';
-import { loadCases } from './cases.js';
+import { loadCases, UPSTREAM_OPTIONS } from './cases.js';
 
 interface Engine {
   parse(s: string): { isEqual(o: unknown): boolean | undefined; isSame(o: unknown): boolean };
@@ -30,8 +30,9 @@ function goldRaw(gold: string): string {
   return goldAnswer(gold, new Deadline(1_000), true)?.raw ?? gold;
 }
 
-const methods: Record<string, (gold: string, pred: string) => boolean> = {
-  'math-verify': (g, p) => verify(g, p).correct,
+// each row with the options Math-Verify's own test ran it with (UPSTREAM_OPTIONS, see cases.ts)
+const methods: Record<string, (gold: string, pred: string, line: number) => boolean> = {
+  'math-verify': (g, p, line) => verify(g, p, UPSTREAM_OPTIONS[line]).correct,
   string: (g, p) => {
     const a = extractAnswer(p);
     return a !== null && canonicalString(goldRaw(g)) === canonicalString(a);
@@ -51,7 +52,8 @@ const methods: Record<string, (gold: string, pred: string) => boolean> = {
 const names = Object.keys(methods);
 
 // warm-up: JIT and the CAS's first-parse cost are not what the trainer pays per call
-for (let i = 0; i < 3; i++) for (const c of cases) for (const n of names) methods[n]?.(c.gold, c.pred);
+for (let i = 0; i < 3; i++)
+  for (const c of cases) for (const n of names) methods[n]?.(c.gold, c.pred, c.line);
 
 const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
 const agree: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
@@ -59,7 +61,7 @@ for (let r = 0; r < ROUNDS; r++) {
   for (const c of cases) {
     for (const n of names) {
       const t0 = performance.now();
-      const ok = (methods[n] as (g: string, p: string) => boolean)(c.gold, c.pred);
+      const ok = (methods[n] as (g: string, p: string, line: number) => boolean)(c.gold, c.pred, c.line);
       (samples[n] as number[]).push(performance.now() - t0);
       if (r === 0 && ok === c.expected) agree[n] = (agree[n] ?? 0) + 1;
     }

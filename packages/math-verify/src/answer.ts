@@ -26,11 +26,29 @@ export function parseCandidate(text: string, deadline: Deadline, plain?: string)
       const node = parseLatex(plain, deadline);
       return text.endsWith('%') ? { k: 'pct', x: node } : node;
     }
-    return parseLatex(normalizeAnswer(text), deadline);
+    const normal = normalizeAnswer(text);
+    try {
+      return parseLatex(normal, deadline);
+    } catch (e) {
+      // `\sum_{k=1}^{10} k = 55`: a left side we cannot read; Math-Verify takes the right-hand side
+      // of an equation answer (grader.py: `take_last_relation(pred).rhs`; parser.py `get_last_eq`)
+      const rhs = e instanceof ParseFailure ? lastEquationSide(normal) : null;
+      if (rhs === null) throw e;
+      return parseLatex(rhs, deadline);
+    }
   } catch (e) {
     if (e instanceof ParseFailure || e instanceof RangeError) return null;
     throw e;
   }
+}
+
+/** What follows the last `=` of an equation chain (not `\=`, `<=`, `>=`, `!=`); null for `a=1, b=2`. */
+function lastEquationSide(input: string): string | null {
+  const latex = input.replace(/\\[,;:! ]/g, ' '); // spacing commands are not separators
+  if (latex.includes(',') || latex.includes(';')) return null;
+  const parts = latex.split(/(?<![\\<>!])=/);
+  const last = parts.length >= 2 ? (parts[parts.length - 1] as string).trim() : '';
+  return last.length > 0 ? last : null;
 }
 
 /**

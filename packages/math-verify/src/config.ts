@@ -13,6 +13,14 @@ export const VerifyOptionsSchema = z
       .describe(
         "Accept an inequality (-2 <= x <= 7) for an interval gold ([-2, 7]); off keeps Math-Verify's anti-hack asymmetry",
       ),
+    floatRounding: z
+      .number()
+      .int()
+      .min(0)
+      .max(12)
+      .describe(
+        "Decimal places both numbers are rounded to (half to even) when either is a written decimal; they must agree there. Math-Verify's float_rounding, default 6: gold 1/3 accepts 0.333333 but not 0.33, gold 22/7 rejects 3.14. Lower it only for golds rounded to fewer places (2: 0.33 for 1/3)",
+      ),
     casFallback: z
       .boolean()
       .describe(
@@ -31,6 +39,7 @@ export type VerifyOptions = z.infer<typeof VerifyOptionsSchema>;
 export const DEFAULT_VERIFY_OPTIONS: VerifyOptions = {
   timeoutMs: 100,
   allowSetRelation: false,
+  floatRounding: 6,
   casFallback: false,
   goldIsAnswer: true,
 };

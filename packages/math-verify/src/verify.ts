@@ -5,6 +5,7 @@ import { DEFAULT_VERIFY_OPTIONS, resolveOptions, type VerifyOptions } from './co
 import { Deadline, DeadlineExceeded } from './deadline.js';
 import { canonicalString } from './latex/normalize.js';
 import { LIMITS } from './limits.js';
+import { warmUpOnce } from './warm-up.js';
 
 /**
  * Why a verdict came out as it did:
@@ -46,6 +47,7 @@ function sameText(a: string, b: string): boolean {
  */
 export function verify(gold: string, response: string, opts?: Partial<VerifyOptions>): VerifyResult {
   const o = resolveOptions(opts);
+  warmUpOnce(warmCall); // first call only, before this call's budget starts
   const deadline = new Deadline(o.timeoutMs);
   let pred: Answer | null = null;
   try {
@@ -58,7 +60,7 @@ export function verify(gold: string, response: string, opts?: Partial<VerifyOpti
     if (sameText(g.raw, pred.raw))
       return { correct: true, extracted: pred.shown ?? pred.raw, reason: 'string-match' };
     if (g.node && pred.node) {
-      const co = { deadline, allowSetRelation: o.allowSetRelation };
+      const co = { deadline, allowSetRelation: o.allowSetRelation, floatRounding: o.floatRounding };
       const same =
         answersEqual(g.node, pred.node, co) ||
         (g.alternative !== undefined && answersEqual(g.alternative, pred.node, co));
@@ -73,6 +75,9 @@ export function verify(gold: string, response: string, opts?: Partial<VerifyOpti
   }
 }
 
+const WARM_UP_OPTIONS: Partial<VerifyOptions> = { timeoutMs: 1_000 };
+const warmCall = (gold: string, response: string) => verify(gold, response, WARM_UP_OPTIONS);
+
 /** `verify` over many pairs; each pair gets its own budget. */
 export function verifyBatch(
   items: readonly { gold: string; response: string }[],
@@ -86,6 +91,7 @@ export function extractAnswer(
   response: string,
   opts?: Pick<Partial<VerifyOptions>, 'timeoutMs'>,
 ): string | null {
+  warmUpOnce(warmCall);
   const deadline = new Deadline(opts?.timeoutMs ?? DEFAULT_VERIFY_OPTIONS.timeoutMs);
   try {
     const a = extractFrom(response, deadline);

@@ -25,6 +25,7 @@ export {
   FinishReasonSchema,
   type Group,
   GroupSchema,
+  isEngineFailedTrajectory,
   type ToolCallRecord,
   ToolCallRecordSchema,
   type Trajectory,

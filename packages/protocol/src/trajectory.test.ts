@@ -65,3 +65,19 @@ describe('isToolFailure', () => {
     }
   });
 });
+
+describe('policyVersion and engine failures', () => {
+  it('keeps the optional policyVersion and engineError, and tells engine failures apart', async () => {
+    const { isEngineFailedTrajectory } = await import('./index.js');
+    const t = TrajectorySchema.parse(
+      trajectory({ finishReason: 'engine_error', policyVersion: 3, engineError: 'refused' }),
+    );
+    expect(t.policyVersion).toBe(3);
+    expect(t.engineError).toBe('refused');
+    expect(TrajectorySchema.safeParse(trajectory({ policyVersion: -1 })).success).toBe(false);
+    expect(isEngineFailedTrajectory(t)).toBe(true);
+    expect(isEngineFailedTrajectory({ finishReason: 'aborted' })).toBe(true);
+    expect(isEngineFailedTrajectory({ finishReason: 'timeout' })).toBe(true);
+    expect(isEngineFailedTrajectory({ finishReason: 'length' })).toBe(false);
+  });
+});

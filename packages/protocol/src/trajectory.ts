@@ -65,6 +65,16 @@ export const TrajectorySchema = z
       .max(1)
       .optional()
       .describe('answer-format penalty in [0, 1], when scored'),
+    policyVersion: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe('version of the policy weights that sampled it (the oldest, if turns spanned a sync)'),
+    engineError: z
+      .string()
+      .optional()
+      .describe('why the engine failed, when finishReason is engine_error, timeout or aborted'),
   })
   .superRefine((t, ctx) => {
     const n = t.tokenIds.length;
@@ -91,6 +101,14 @@ export const TrajectorySchema = z
   })
   .describe('one sampled trajectory, token-exact, with its tool calls and reward');
 export type Trajectory = z.infer<typeof TrajectorySchema>;
+
+/**
+ * True when the engine, not the model, ended the trajectory (engine_error, timeout, aborted): its
+ * tokens are not the policy's answer, so the trainer leaves it out of the loss and counts it.
+ */
+export function isEngineFailedTrajectory(t: Pick<Trajectory, 'finishReason'>): boolean {
+  return t.finishReason === 'engine_error' || t.finishReason === 'timeout' || t.finishReason === 'aborted';
+}
 
 export const GroupSchema = z
   .object({

@@ -26,6 +26,11 @@ export interface TrajectoryJob {
   promptText: string;
   /** Per-trajectory seed, so the n samples of one prompt differ yet the run is reproducible. */
   seed?: number;
+  /**
+   * Policy version of the weights the engine holds, for engines that do not report one (the
+   * in-process engine); a version the engine reports wins.
+   */
+  policyVersion?: number;
   signal?: AbortSignal;
 }
 
@@ -34,7 +39,8 @@ export interface TrajectoryJob {
  * has them (exact, cheap for the engine), else as stop strings.
  */
 export function turnStops(ctx: Pick<AgentLoopContext, 'tokenizer' | 'chatFormat'>, base: SamplingParams) {
-  const stopTokenIds = [...base.stopTokenIds];
+  // The checkpoint's own eos ids (Qwen3: <|im_end|> and <|endoftext|>) end a turn too.
+  const stopTokenIds = [...new Set([...base.stopTokenIds, ...(ctx.tokenizer.stopTokenIds ?? [])])];
   const stopStrings = [...base.stopStrings];
   for (const text of [ctx.chatFormat.endOfTurn, TOOL_CALL_CLOSE]) {
     const id = singleTokenId(ctx.tokenizer, text);
@@ -60,6 +66,8 @@ export async function runTrajectory(
   const limit = job.promptIds.length + config.maxResponseTokens;
   const stops = turnStops(ctx, config.sampling);
   let finish: FinishReason = 'max_turns';
+  let engineError: string | undefined;
+  let policyVersion = job.policyVersion;
   try {
     for (let turn = 0; turn < config.maxTurns; turn++) {
       const budget = limit - t.length;
@@ -79,6 +87,7 @@ export async function runTrajectory(
         result = await generateWithDeadline(engine, job, t.tokenIds, params, config.requestTimeoutMs);
       } catch (err) {
         if (!isEngineFailure(err)) throw err;
+        engineError = err.message;
         finish =
           err.code === RolloutErrorCode.ENGINE_TIMEOUT
             ? 'timeout'
@@ -87,6 +96,12 @@ export async function runTrajectory(
               : 'engine_error';
         break;
       }
+      // The oldest weights that sampled any turn: what the trainer's off-policy accounting needs.
+      if (result.policyVersion !== undefined)
+        policyVersion =
+          policyVersion === undefined || turn === 0
+            ? result.policyVersion
+            : Math.min(policyVersion, result.policyVersion);
       const text = tokenizer.decode(result.tokenIds);
       t.appendSampled(result.tokenIds, result.logprobs, text);
       if (result.finishReason === 'length') {
@@ -109,7 +124,8 @@ export async function runTrajectory(
         parseFailure: parsed.kind === 'failure' ? parsed.failure : null,
         outcome,
       });
-      const response = wrapToolResponse(formatToolOutcome(outcome, config.toolResponseMaxChars));
+      const output = formatToolOutcome(outcome, config.toolResponseMaxChars);
+      const response = chatFormat.toolRole === 'tool' ? output : wrapToolResponse(output);
       const segment = chatFormat.toolResponseSegment(text, response);
       // Only the new segment is encoded: the tokens already in the trajectory never change.
       const segmentIds = tokenizer.encode(segment);
@@ -122,7 +138,10 @@ export async function runTrajectory(
   } finally {
     await engine.release(job.id);
   }
-  return t.finish(finish);
+  return t.finish(finish, {
+    ...(policyVersion !== undefined ? { policyVersion } : {}),
+    ...(engineError !== undefined ? { engineError } : {}),
+  });
 }
 
 /** A tool that never returns must not hang the trajectory: past the deadline it counts as a timeout. */

@@ -21,6 +21,8 @@ export interface GenerateResult {
   logprobs: number[];
   /** `stop`: a stop token or string ended the turn (it is included); `length`: maxNewTokens hit. */
   finishReason: 'stop' | 'length';
+  /** Version of the weights that sampled it, where the adapter knows it (remote adapters do). */
+  policyVersion?: number;
 }
 
 /** What an engine says about its load; null where the engine does not report a figure. */
@@ -35,12 +37,15 @@ export interface EngineLoad {
   waiting: number | null;
 }
 
-/** How new policy weights reach an engine. */
+/**
+ * How new policy weights reach an engine. `version` is the policy version they are (the trainer's
+ * step count); adapters that track it stamp it on every later GenerateResult.
+ */
 export type WeightUpdate =
   /** In-process: swap the model object the generator samples from (native and ONNX adapters). */
-  | { kind: 'in-process'; model: unknown }
+  | { kind: 'in-process'; model: unknown; version?: number }
   /** A directory holding HF-layout safetensors + config.json the server can read. */
-  | { kind: 'disk'; path: string };
+  | { kind: 'disk'; path: string; version?: number };
 
 /**
  * One inference engine as the agent loop and the scheduler see it. Every adapter (native in-process,

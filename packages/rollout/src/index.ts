@@ -1,16 +1,36 @@
 export {
+  type ConnectEnginesOptions,
+  connectEngines,
+  type RemoteEngine,
+  syncEngineWeights,
+} from './adapters/connect-engines.js';
+export {
   type BatchGenerator,
   createNativeAdapter,
   type NativeAdapterOptions,
 } from './adapters/native-adapter.js';
-export { createSglangAdapter } from './adapters/sglang-adapter.js';
-export { createVllmAdapter, type VllmAdapterOptions } from './adapters/vllm-adapter.js';
+export {
+  checkTokenizerAgreement,
+  probeEngine,
+  type RemoteEngineInfo,
+  resolveServedModel,
+  TOKENIZER_PROBE,
+} from './adapters/remote-checks.js';
+export { createSglangAdapter, type SglangAdapter } from './adapters/sglang-adapter.js';
+export {
+  createVllmAdapter,
+  type RemoteAdapterOptions,
+  type VllmAdapter,
+  type VllmAdapterOptions,
+} from './adapters/vllm-adapter.js';
 export { type AgentLoopContext, runTrajectory, type TrajectoryJob, turnStops } from './agent-loop.js';
 export {
   CHATML_TEMPLATE,
   type ChatFormat,
   type ChatFormatOptions,
   createChatFormat,
+  createChatFormatForTokenizer,
+  type TemplateTokenizer,
   wrapToolResponse,
 } from './chat-format.js';
 export {
@@ -29,6 +49,7 @@ export type {
 export { isEngineFailure, RolloutError, RolloutErrorCode } from './errors.js';
 export { createJsonClient, type JsonClient, type JsonClientOptions } from './http/json-client.js';
 export { metricSum, type PromSample, parsePrometheus } from './http/prometheus.js';
+export { type RetryOptions, withRetry } from './http/retry.js';
 export {
   type DecoderConfig,
   type DecoderShape,
@@ -49,13 +70,6 @@ export type {
   SchedulerSnapshot,
 } from './scheduler/scheduler.js';
 export { createStaticScheduler } from './scheduler/static-scheduler.js';
-export { type EngineServer, type EngineServerOptions, startEngineServer } from './server/engine-server.js';
-export {
-  SglangGenerateRequestSchema,
-  SglangUpdateWeightsRequestSchema,
-  VllmCollectiveRpcRequestSchema,
-  VllmCompletionRequestSchema,
-} from './server/request-schemas.js';
 export { createSimClock, type SimClock } from './simulator/sim-clock.js';
 export { createSimEngine, type SimEngine, type SimEngineConfig } from './simulator/sim-engine.js';
 export { type SimulationConfig, type SimulationResult, simulateStep } from './simulator/simulate.js';

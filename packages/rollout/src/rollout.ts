@@ -28,7 +28,11 @@ export interface Rollout {
    * Samples `n` trajectories per prompt, all concurrently: each waits for an engine from the
    * scheduler, keeps it for all its turns, and runs its tool calls while others generate.
    */
-  run(prompts: readonly RolloutPrompt[], n: number, options?: { signal?: AbortSignal }): Promise<Group[]>;
+  run(
+    prompts: readonly RolloutPrompt[],
+    n: number,
+    options?: { signal?: AbortSignal; policyVersion?: number },
+  ): Promise<Group[]>;
 }
 
 export function createRollout(options: RolloutOptions): Rollout {
@@ -37,7 +41,7 @@ export function createRollout(options: RolloutOptions): Rollout {
   const ctx: AgentLoopContext = { tokenizer: options.tokenizer, chatFormat, tools: options.tools, config };
   let counter = 0;
   return {
-    async run(prompts, n, { signal } = {}) {
+    async run(prompts, n, { signal, policyVersion } = {}) {
       const batch = counter++;
       return Promise.all(
         prompts.map(async (prompt, p) => {
@@ -56,6 +60,7 @@ export function createRollout(options: RolloutOptions): Rollout {
                   promptText,
                   ...(seed !== undefined ? { seed: seed + (p * n + k) * 1_000_003 } : {}),
                   ...(signal ? { signal } : {}),
+                  ...(policyVersion !== undefined ? { policyVersion } : {}),
                 });
               } finally {
                 lease.release();

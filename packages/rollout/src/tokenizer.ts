@@ -5,6 +5,8 @@
 export interface RolloutTokenizer {
   encode(text: string): number[];
   decode(ids: readonly number[]): string;
+  /** ids that end generation besides the end of turn (generation_config.json `eos_token_id`s) */
+  readonly stopTokenIds?: readonly number[];
 }
 
 /** The id of `text` when the tokenizer maps it to exactly one token (e.g. `</tool_call>`), else null. */

@@ -40,8 +40,12 @@ export class TrajectoryBuilder {
     this.push(role, ids, text, null, 0);
   }
 
-  finish(finishReason: FinishReason): Trajectory {
+  finish(
+    finishReason: FinishReason,
+    extra: Pick<Trajectory, 'policyVersion' | 'engineError'> = {},
+  ): Trajectory {
     return {
+      ...extra,
       id: this.id,
       promptId: this.promptId,
       tokenIds: this.tokenIds,

@@ -103,6 +103,26 @@ export const SERVE_FLAGS: CommandFlag[] = [
     value: 'int',
     description: 'worker: a batch not acknowledged in this time is retaken (default 30000)',
   },
+  {
+    name: 'max-pending',
+    value: 'int',
+    description: 'serve: calls accepted at most; more are refused with 504 (default 100000)',
+  },
+  {
+    name: 'lease-ms',
+    value: 'int',
+    description: "serve --redis: a killed server's queued calls are dropped after this long (default 15000)",
+  },
+  {
+    name: 'reap-after-ms',
+    value: 'int',
+    description: 'worker: dead workers silent this long leave the consumer group (default 2 x visibility)',
+  },
+  {
+    name: 'connect-timeout-ms',
+    value: 'int',
+    description: 'with --redis: fail if Redis does not answer within this (default 5000)',
+  },
   { name: 'concurrency', value: 'int', description: 'calls running at once (default 2 x cores)' },
   { name: 'servers', value: 'int', description: 'warm fork servers (default: one per core)' },
   { name: 'timeout-ms', value: 'int', description: 'wall-clock limit per call' },

@@ -1,4 +1,5 @@
 import { TrainerError } from '../errors.js';
+import { runEngineServeCommand } from './engine-serve-command.js';
 import { runEvalCommand } from './eval-command.js';
 import { runReportCommand } from './report-command.js';
 import { runServeCommand } from './serve-command.js';
@@ -10,6 +11,7 @@ commands:
   train            SFT cold start then GRPO-RoC stages; writes runs/<name>/ (see agentrl train --help)
   eval             avg@k pass@1 of a checkpoint or an engine URL (see agentrl eval --help)
   report           one HTML page with the curves of one or more runs (ablations)
+  serve            a checkpoint behind vLLM/SGLang-compatible HTTP (agentrl serve --checkpoint DIR)
   executor serve   the code-execution HTTP server (see agentrl executor serve --help)
   executor worker  a worker of the distributed (Redis) executor
 
@@ -29,6 +31,8 @@ export async function main(argv: string[]): Promise<number> {
         return await runReportCommand(rest);
       case 'executor':
         return await runServeCommand(rest);
+      case 'serve':
+        return await runEngineServeCommand(rest);
       case undefined:
       case '--help':
       case '-h':
@@ -38,7 +42,7 @@ export async function main(argv: string[]): Promise<number> {
       default:
         throw new TrainerError(
           'USAGE',
-          `unknown command "${command}"; use train, eval, report or executor serve`,
+          `unknown command "${command}"; use train, eval, report, serve or executor serve`,
         );
     }
   } catch (err) {

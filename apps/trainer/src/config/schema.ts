@@ -198,6 +198,12 @@ export const EngineConfigSchema = z
       .default(null)
       .describe('null = native in-process engine; otherwise a vLLM/SGLang server base URL for rollouts'),
     kind: z.enum(['vllm', 'sglang']).default('vllm').describe('server kind when engine.url is set'),
+    batchInvariant: z
+      .boolean()
+      .default(true)
+      .describe(
+        "in-process engine: a token's logprob does not depend on the other sequences of its decode step, and the recorded logprobs equal the trainer's (false: the batch-dependent GEMM path)",
+      ),
   })
   .describe('where rollouts are generated');
 

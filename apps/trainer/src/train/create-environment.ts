@@ -11,6 +11,7 @@ import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import type { Environment } from './environment.js';
 import { NativeTrainer } from './native-policy.js';
+import { createTrainerLogprobScorer } from './on-policy.js';
 import { probeTcp } from './probe.js';
 import { checkPython } from './python-check.js';
 import type { Verify } from './reward.js';
@@ -52,7 +53,11 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
           : createVllmAdapter({ baseUrl: cfg.engine.url, model: 'default' }),
       );
     } else {
-      const generator = createGenerator(policy!.model, { decode: (ids) => tokenizer.decode(ids) });
+      const generator = createGenerator(policy!.model, {
+        decode: (ids) => tokenizer.decode(ids),
+        batchInvariant: cfg.engine.batchInvariant,
+        ...(cfg.engine.batchInvariant ? { scoreLogprobs: createTrainerLogprobScorer(policy!.model) } : {}),
+      });
       // One batch for every live trajectory: the tiny model is bound by per-call overhead, not FLOPs.
       engines.push(createNativeAdapter({ generator, maxBatch: 1024, name: 'native' }));
     }

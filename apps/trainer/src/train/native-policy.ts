@@ -16,6 +16,7 @@ import { fusedLinearPolicyLoss } from '@agentrl/kernels';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
+import { maxAbsDiffMasked } from './on-policy.js';
 import type { MaskedSequence, PolicyLossOptions, PolicyStepMetrics, TrainablePolicy } from './policy.js';
 
 const OPTIMIZER_FILE = 'optimizer.safetensors';
@@ -142,7 +143,7 @@ export class NativeTrainer implements TrainablePolicy {
     const H = this.model.shape.hidden;
     const V = this.model.shape.vocab;
     let loss = 0;
-    const acc = { clipFracLow: 0, clipFracHigh: 0, approxKl: 0 };
+    const acc = { clipFracLow: 0, clipFracHigh: 0, approxKl: 0, rolloutTrainLogprobMaxAbsDiff: 0 };
     for (let i = 0; i < microBatches.length; i++) {
       const mb = microBatches[i]!;
       const s = shifted[i]!;
@@ -171,6 +172,8 @@ export class NativeTrainer implements TrainablePolicy {
           horizon: this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1),
         },
       );
+      const diff = maxAbsDiffMasked(s.oldLogprobs, r.logprobs, s.lossMask);
+      acc.rolloutTrainLogprobMaxAbsDiff = Math.max(acc.rolloutTrainLogprobMaxAbsDiff, diff);
       this.model.backwardFromHidden(r.dHidden, { dLmHead: r.dWeight });
       loss += r.loss;
       const w = r.metrics.tokens / Math.max(1, tokenCount);

@@ -22,6 +22,8 @@ export interface PolicyStepMetrics {
   clipFracHigh: number;
   approxKl: number;
   trainTokens: number;
+  /** max |sampler logprob - recomputed logprob| over the trained tokens (0 = truly on-policy). */
+  rolloutTrainLogprobMaxAbsDiff: number;
 }
 
 /**

@@ -74,7 +74,16 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
   const kept = roc.groups.flatMap((g) => g.trajectories);
 
   const t1 = performance.now();
-  let policy = { loss: 0, gradNorm: 0, lr: 0, clipFracLow: 0, clipFracHigh: 0, approxKl: 0, trainTokens: 0 };
+  let policy = {
+    loss: 0,
+    gradNorm: 0,
+    lr: 0,
+    clipFracLow: 0,
+    clipFracHigh: 0,
+    approxKl: 0,
+    trainTokens: 0,
+    rolloutTrainLogprobMaxAbsDiff: 0,
+  };
   if (kept.length > 0) {
     const advantages = computeGroupAdvantages(roc.groups, { normalizeStd: rl.normalizeStd });
     const microBatches = packMicroBatches(roc.groups, advantages, {
@@ -113,6 +122,7 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
     clipFracLow: policy.clipFracLow,
     clipFracHigh: policy.clipFracHigh,
     approxKl: policy.approxKl,
+    rolloutTrainLogprobMaxAbsDiff: policy.rolloutTrainLogprobMaxAbsDiff,
     trainTokens: policy.trainTokens,
     tokensPerSec: generated / Math.max(1e-9, tGenerate),
     timeGenerate: tGenerate,

@@ -95,11 +95,6 @@ inline float Dot(const float* a, const float* b, int n) {
   return s;
 }
 
-[[maybe_unused]] inline void Axpy(float alpha, const float* x, float* y, int n) {
-#pragma omp simd
-  for (int i = 0; i < n; ++i) y[i] += alpha * x[i];
-}
-
 // Parallel regions cost microseconds each (far more on a loaded machine): only open one when the
 // attention work (sum of L^2 * heads * d) is worth it.
 bool WorthParallel(const int32_t* cu, int num_seqs, const AttnShape& s) {
@@ -274,35 +269,27 @@ void CachedScores(const float* q, const float* kt, size_t cap, int n, int d, flo
 #endif
 }
 
-// out[0:d] = inv * sum_j p[j] * v_j (rows of stride ks); accumulators stay in registers over j.
-void CachedValues(const float* p, float inv, const float* v, int ks, int n, int d, float* out) {
-#if defined(__AVX512F__)
-  if (d % 16 == 0 && d <= 128) {
-    __m512 acc[8], acc2[8];
-    const int vecs = d / 16;
-    for (int i = 0; i < vecs; ++i) acc[i] = acc2[i] = _mm512_setzero_ps();
-    int j = 0;
-    for (; j + 2 <= n; j += 2) {
-      const __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
-      const float* v0 = v + static_cast<size_t>(j) * ks;
-      const float* v1 = v0 + ks;
-      for (int i = 0; i < vecs; ++i) {
-        acc[i] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(v0 + 16 * i), acc[i]);
-        acc2[i] = _mm512_fmadd_ps(p1, _mm512_loadu_ps(v1 + 16 * i), acc2[i]);
-      }
+// out[0:d] = sum_j (p[j] * inv) v_j (rows of stride ks) with the arithmetic of the training forward's
+// O = P V on the packed SGEMM: P normalised first, then per component one FMA chain over j inside
+// each 256-long block of j, the blocks' sums added in order. So a sampled token's attention output
+// is bit-identical to the training forward's (see panel_gemm.h for the same rule on the linears).
+void CachedValues(float* p, float inv, const float* v, int ks, int n, int d, float* out, float* acc) {
+  for (int j = 0; j < n; ++j) p[j] *= inv;
+  for (int j0 = 0; j0 < n; j0 += kSgemmKc) {
+    const int j1 = std::min(n, j0 + kSgemmKc);
+    float* dst = j0 == 0 ? out : acc;
+    std::memset(dst, 0, sizeof(float) * d);
+    for (int j = j0; j < j1; ++j) {
+      const float pj = p[j];
+      const float* vj = v + static_cast<size_t>(j) * ks;
+#pragma omp simd
+      for (int c = 0; c < d; ++c) dst[c] = std::fma(pj, vj[c], dst[c]);
     }
-    if (j < n) {
-      const __m512 p0 = _mm512_set1_ps(p[j]);
-      const float* v0 = v + static_cast<size_t>(j) * ks;
-      for (int i = 0; i < vecs; ++i) acc[i] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(v0 + 16 * i), acc[i]);
+    if (j0 > 0) {
+#pragma omp simd
+      for (int c = 0; c < d; ++c) out[c] += acc[c];
     }
-    const __m512 vi = _mm512_set1_ps(inv);
-    for (int i = 0; i < vecs; ++i) _mm512_storeu_ps(out + 16 * i, _mm512_mul_ps(_mm512_add_ps(acc[i], acc2[i]), vi));
-    return;
   }
-#endif
-  std::memset(out, 0, sizeof(float) * d);
-  for (int j = 0; j < n; ++j) Axpy(p[j] * inv, v + static_cast<size_t>(j) * ks, out, d);
 }
 
 }  // namespace
@@ -317,7 +304,7 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
   const int tasks = total * s.heads;
 #pragma omp parallel if (static_cast<double>(tasks) * (pos[total - 1] + 1) * d > 2e5)
   {
-    std::vector<float> p;
+    std::vector<float> p, acc(static_cast<size_t>(d));
 #pragma omp for schedule(dynamic, 4)
     for (int task = 0; task < tasks; ++task) {
       const int t = task / s.heads;
@@ -338,7 +325,8 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
         pr[j] = std::exp(pr[j] - mx);
         sum += pr[j];
       }
-      CachedValues(pr, 1.0f / sum, vc + static_cast<size_t>(g) * d, ks, n, d, out + static_cast<size_t>(t) * qs + h * d);
+      CachedValues(pr, 1.0f / sum, vc + static_cast<size_t>(g) * d, ks, n, d, out + static_cast<size_t>(t) * qs + h * d,
+                   acc.data());
     }
   }
 }

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 #if defined(AGENTRL_HAVE_OPENMP)
@@ -25,7 +25,7 @@ namespace {
 
 constexpr int kMr = 12;
 constexpr int kNr = 32;
-constexpr int kKc = 256;
+constexpr int kKc = kSgemmKc;
 constexpr int kMc = 192;
 constexpr int kNc = 3072;
 
@@ -209,6 +209,32 @@ void MicroKernel(int kc, const float* a, const float* b, float* c, int ldc, int 
     _mm512_store_ps(tile + r * kNr, acc[r][0]);
     _mm512_store_ps(tile + r * kNr + 16, acc[r][1]);
   }
+#elif defined(__AVX2__) && defined(__FMA__)
+  // Four 6 x 16 sub-tiles, each with its 12 accumulators in registers over the whole k-block: the
+  // same FMA chain per element as the AVX-512 kernel and the portable loop below.
+  alignas(32) float tile[kMr * kNr];
+  for (int r0 = 0; r0 < kMr; r0 += 6) {
+    for (int c0 = 0; c0 < kNr; c0 += 16) {
+      __m256 acc[6][2];
+      for (int r = 0; r < 6; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+      const float* ap = a + r0;
+      const float* bp = b + c0;
+      for (int k = 0; k < kc; ++k) {
+        const __m256 b0 = _mm256_loadu_ps(bp + k * kNr);
+        const __m256 b1 = _mm256_loadu_ps(bp + k * kNr + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < 6; ++r) {
+          const __m256 av = _mm256_broadcast_ss(ap + k * kMr + r);
+          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+        }
+      }
+      for (int r = 0; r < 6; ++r) {
+        _mm256_store_ps(tile + (r0 + r) * kNr + c0, acc[r][0]);
+        _mm256_store_ps(tile + (r0 + r) * kNr + c0 + 8, acc[r][1]);
+      }
+    }
+  }
 #else
   float tile[kMr * kNr] = {0};
   for (int k = 0; k < kc; ++k) {
@@ -345,8 +371,10 @@ void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, c
   }
 }
 
-void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
-           int ldb, float beta, float* c, int ldc) {
+namespace {
+
+void SgemmThreads(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                  const float* b, int ldb, float beta, float* c, int ldc, bool small_m) {
 #if defined(AGENTRL_HAVE_OPENMP)
   const double flops = 2.0 * m * n * static_cast<double>(k);
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -367,18 +395,30 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
       if (begin < end) {
         if (split_n) {
           const float* bt = trans_b ? b + static_cast<size_t>(begin) * ldb : b + begin;
-          SgemmSerial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, bt, ldb, beta, c + begin, ldc);
+          SgemmSerial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, bt, ldb, beta, c + begin, ldc, small_m);
         } else {
           const float* at = trans_a ? a + begin : a + static_cast<size_t>(begin) * lda;
           SgemmSerial(trans_a, trans_b, end - begin, n, k, alpha, at, lda, b, ldb, beta,
-                      c + static_cast<size_t>(begin) * ldc, ldc, m <= kSmallM);
+                      c + static_cast<size_t>(begin) * ldc, ldc, small_m && m <= kSmallM);
         }
       }
     }
     return;
   }
 #endif
-  SgemmSerial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  SgemmSerial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, small_m);
+}
+
+}  // namespace
+
+void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+           int ldb, float beta, float* c, int ldc) {
+  SgemmThreads(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, false);
+}
+
+void SgemmSmallM(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc) {
+  SgemmThreads(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true);
 }
 
 }  // namespace agentrl::engine::cpu

@@ -1,14 +1,16 @@
 // Fused-linear policy loss on the CPU: logits tiles of kTokens x kVocab are computed from hidden and
 // the lm_head weight, reduced to per-token (max, sum, entropy sum) partials, and dropped; backward
 // recomputes each tile to form dlogits on the fly and accumulates dweight (rows owned by the tile,
-// so no races) and per-thread dhidden partials. Memory beyond inputs and outputs: O(T x vocab
-// tiles) partials plus O(threads x (kTokens x kVocab + kTokens x H)).
+// so no races) and per-thread dhidden partials. Every product runs on the engine's packed SGEMM
+// (engine/cpu/sgemm.h, one GEMM in the addon), one tile per thread. Memory beyond inputs and
+// outputs: O(T x vocab tiles) partials plus O(threads x (kTokens x kVocab + kTokens x H)).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "engine/cpu/sgemm.h"
 #include "kernels/cpu/row_ops.h"
 #include "kernels/policy_loss.h"
 
@@ -19,7 +21,9 @@
 namespace agentrl::kernels {
 namespace {
 
-constexpr int64_t kTokens = 64;
+// 192 token rows = 16 micro-kernel panels of the SGEMM (MR = 12) and its MC block: the [kVocab, H]
+// weight tile is packed once per 192 tokens, and dweight is read and written once per token block.
+constexpr int64_t kTokens = 192;
 constexpr int64_t kVocab = 256;
 
 int Threads() {
@@ -38,72 +42,14 @@ int ThreadId() {
 #endif
 }
 
-// GCC/Clang vector extension: one AVX-512 register, or two AVX2 ones where that is what -march gives.
-// aligned(4) lets it load from any float address.
-typedef float v16 __attribute__((vector_size(64), aligned(4)));
-
 /**
- * C[M x N] += A[M x P] B[P x N] with C and B rows contiguous (ldc, ldb) and A strided (element (m, p)
- * at A[m * sam + p * sap]), so A can be G or G^T without a copy. 4 x 32 register blocks.
- */
-void GemmAccumulate(float* C, int64_t ldc, const float* A, int64_t sam, int64_t sap, const float* B, int64_t ldb,
-                    int64_t M, int64_t N, int64_t P) {
-  int64_t m = 0;
-  for (; m + 4 <= M; m += 4) {
-    int64_t n = 0;
-    for (; n + 32 <= N; n += 32) {
-      v16 c[4][2];
-      for (int r = 0; r < 4; ++r) {
-        c[r][0] = *reinterpret_cast<const v16*>(C + (m + r) * ldc + n);
-        c[r][1] = *reinterpret_cast<const v16*>(C + (m + r) * ldc + n + 16);
-      }
-      for (int64_t p = 0; p < P; ++p) {
-        const v16 b0 = *reinterpret_cast<const v16*>(B + p * ldb + n);
-        const v16 b1 = *reinterpret_cast<const v16*>(B + p * ldb + n + 16);
-        for (int r = 0; r < 4; ++r) {
-          const float a = A[(m + r) * sam + p * sap];
-          c[r][0] += a * b0;
-          c[r][1] += a * b1;
-        }
-      }
-      for (int r = 0; r < 4; ++r) {
-        *reinterpret_cast<v16*>(C + (m + r) * ldc + n) = c[r][0];
-        *reinterpret_cast<v16*>(C + (m + r) * ldc + n + 16) = c[r][1];
-      }
-    }
-    for (; n < N; ++n) {
-      for (int r = 0; r < 4; ++r) {
-        float acc = 0;
-        for (int64_t p = 0; p < P; ++p) acc += A[(m + r) * sam + p * sap] * B[p * ldb + n];
-        C[(m + r) * ldc + n] += acc;
-      }
-    }
-  }
-  for (; m < M; ++m) {
-    for (int64_t p = 0; p < P; ++p) {
-      const float a = A[m * sam + p * sap];
-      if (a == 0.f) continue;
-#pragma omp simd
-      for (int64_t n = 0; n < N; ++n) C[m * ldc + n] += a * B[p * ldb + n];
-    }
-  }
-}
-
-/**
- * tile[i * ldt + j] = scale * dot(a_i, b_j) for nb <= kVocab rows of b: b is transposed once into
- * `bt` (H x nb, per thread) so the product runs as broadcast-FMA register blocks; the transpose is
- * amortised over the kTokens rows of a.
+ * tile[i * ldt + j] = scale * dot(a_i, b_j) for na rows of a and nb <= kVocab rows of b, on the
+ * engine's packed SGEMM (the calling thread only: this runs inside the vocabulary-tile loop).
  */
 void LogitsTile(const float* a, int64_t na, const float* b, int64_t nb, int64_t H, float scale, float* tile,
-                int64_t ldt, float* bt) {
-  for (int64_t j = 0; j < nb; ++j)
-    for (int64_t k = 0; k < H; ++k) bt[k * nb + j] = b[j * H + k];
-  for (int64_t i = 0; i < na; ++i) std::memset(tile + i * ldt, 0, sizeof(float) * nb);
-  GemmAccumulate(tile, ldt, a, H, 1, bt, nb, na, nb, H);
-  for (int64_t i = 0; i < na; ++i) {
-#pragma omp simd
-    for (int64_t j = 0; j < nb; ++j) tile[i * ldt + j] *= scale;
-  }
+                int64_t ldt) {
+  engine::cpu::SgemmSerial(false, true, static_cast<int>(na), static_cast<int>(nb), static_cast<int>(H), scale, a,
+                           static_cast<int>(H), b, static_cast<int>(H), 0.0f, tile, static_cast<int>(ldt));
 }
 
 struct Partial {
@@ -125,10 +71,9 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
   std::vector<Partial> partial(static_cast<size_t>(std::min<int64_t>(T, kTokens) * n_vt));
   std::vector<float> tiles(static_cast<size_t>(threads) * kTokens * kVocab);
   std::vector<float> dh_part(static_cast<size_t>(threads) * kTokens * H);
-  std::vector<float> wt(static_cast<size_t>(threads) * kVocab * H);
   std::vector<float> row_max(static_cast<size_t>(T)), log_s(static_cast<size_t>(T)), entropy(c.entropy ? static_cast<size_t>(T) : 0);
   std::vector<double> grad(static_cast<size_t>(T));
-  *workspace_bytes = static_cast<int64_t>(partial.size() * sizeof(Partial) + tiles.size() * 4 + dh_part.size() * 4 + wt.size() * 4 +
+  *workspace_bytes = static_cast<int64_t>(partial.size() * sizeof(Partial) + tiles.size() * 4 + dh_part.size() * 4 +
                                           row_max.size() * 8 + entropy.size() * 4 + grad.size() * 8 + T * 8);
 
   // ---- forward: per token block, vocab tiles in parallel -----------------------------------------
@@ -139,7 +84,7 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
       const int64_t v0 = vt * kVocab, nv = std::min(kVocab, V - v0);
       const int tid = ThreadId();
       float* tile = tiles.data() + static_cast<int64_t>(tid) * kTokens * kVocab;
-      LogitsTile(hidden + t0 * H, nt, weight + v0 * H, nv, H, inv_tau, tile, kVocab, wt.data() + tid * kVocab * H);
+      LogitsTile(hidden + t0 * H, nt, weight + v0 * H, nv, H, inv_tau, tile, kVocab);
       for (int64_t i = 0; i < nt; ++i) {
         const float* z = tile + i * kVocab;
         float m = -INFINITY;
@@ -206,7 +151,7 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
       const int tid = ThreadId();
       float* tile = tiles.data() + static_cast<int64_t>(tid) * kTokens * kVocab;
       float* dh = dh_part.data() + static_cast<int64_t>(tid) * kTokens * H;
-      LogitsTile(hidden + t0 * H, nt, weight + v0 * H, nv, H, inv_tau, tile, kVocab, wt.data() + tid * kVocab * H);
+      LogitsTile(hidden + t0 * H, nt, weight + v0 * H, nv, H, inv_tau, tile, kVocab);
       for (int64_t i = 0; i < nt; ++i) {
         float* z = tile + i * kVocab;
         const float gs = static_cast<float>(grad[t0 + i] * inv_tau);
@@ -222,8 +167,11 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
       }
       // dweight rows [v0, v0 + nv) += G^T hidden_block (rows owned by this tile: no race);
       // this thread's dhidden partial += G weight_tile
-      GemmAccumulate(dweight + v0 * H, H, tile, 1, kVocab, hidden + t0 * H, H, nv, H, nt);
-      GemmAccumulate(dh, H, tile, kVocab, 1, weight + v0 * H, H, nt, H, nv);
+      engine::cpu::SgemmSerial(true, false, static_cast<int>(nv), static_cast<int>(H), static_cast<int>(nt), 1.0f,
+                               tile, kVocab, hidden + t0 * H, static_cast<int>(H), 1.0f, dweight + v0 * H,
+                               static_cast<int>(H));
+      engine::cpu::SgemmSerial(false, false, static_cast<int>(nt), static_cast<int>(H), static_cast<int>(nv), 1.0f,
+                               tile, kVocab, weight + v0 * H, static_cast<int>(H), 1.0f, dh, static_cast<int>(H));
     }
     for (int th = 0; th < threads; ++th) {
       const float* src = dh_part.data() + static_cast<int64_t>(th) * kTokens * H;

@@ -36,6 +36,9 @@ export class CharTokenizer implements Tokenizer {
   readonly padTokenId: number | undefined;
   readonly specialTokens: ReadonlyMap<string, number>;
   readonly chatTemplate: string;
+  readonly eosToken: string;
+  readonly padToken: string | undefined;
+  readonly stopTokenIds: readonly number[];
   private readonly byFirstChar = new Map<string, string[]>();
   private readonly idToSpecial: string[];
 
@@ -58,7 +61,11 @@ export class CharTokenizer implements Tokenizer {
     if (eosId === undefined)
       throw new EngineError('TOKENIZER', `eosToken ${eos} is not among the special tokens`);
     this.eosTokenId = eosId;
-    this.padTokenId = this.specialTokens.get(options.padToken ?? '<|endoftext|>');
+    this.eosToken = eos;
+    this.stopTokenIds = [eosId];
+    const pad = options.padToken ?? '<|endoftext|>';
+    this.padTokenId = this.specialTokens.get(pad);
+    this.padToken = this.padTokenId !== undefined ? pad : undefined;
     this.chatTemplate = options.chatTemplate ?? CHATML_TEMPLATE;
   }
 

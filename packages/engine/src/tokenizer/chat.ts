@@ -1,4 +1,3 @@
-import type { ChatMessage } from '@agentrl/protocol';
 import { Template } from '@huggingface/jinja';
 import { EngineError } from '../errors.js';
 import type { Tokenizer } from './types.js';
@@ -7,26 +6,43 @@ import type { Tokenizer } from './types.js';
 export const CHATML_TEMPLATE =
   "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
+/** A message as chat templates read it: `content` may be null next to `tool_calls` (OpenAI shape). */
+export interface TemplateMessage {
+  role: string;
+  content: string | null;
+  [key: string]: unknown;
+}
+
 export interface RenderChatOptions {
   /** end with the opening of an assistant turn */
   addGenerationPrompt?: boolean;
-  /** tool schemas, passed to templates that take `tools` */
+  /** tool schemas, passed to templates that take `tools` (OpenAI `{type:'function', function}` shape) */
   tools?: unknown[];
-  /** extra template variables (e.g. enable_thinking for Qwen3) */
+  /** RAG documents, passed as `documents` */
+  documents?: unknown[];
+  /** extra template variables, as transformers' `**kwargs` (e.g. `enable_thinking: false` for Qwen3) */
   extra?: Record<string, unknown>;
 }
 
+type TemplateSource = Pick<Tokenizer, 'chatTemplate'> &
+  Partial<Pick<Tokenizer, 'chatTemplates' | 'bosToken' | 'eosToken' | 'padToken' | 'unkToken'>>;
+
 const compiled = new Map<string, Template>();
 
-/** Renders messages with the tokenizer's Jinja chat template (@huggingface/jinja). */
-export function renderChat(
-  tokenizer: Pick<Tokenizer, 'chatTemplate'>,
-  messages: readonly Pick<ChatMessage, 'role' | 'content'>[] | readonly { role: string; content: string }[],
-  options: RenderChatOptions = {},
-): string {
-  const source = tokenizer.chatTemplate;
+/** The template source transformers would pick: `tool_use` when tools are given and it exists. */
+export function selectChatTemplate(tokenizer: TemplateSource, hasTools: boolean): string {
+  const named = tokenizer.chatTemplates;
+  const source = (hasTools ? named?.tool_use : undefined) ?? tokenizer.chatTemplate ?? named?.default;
   if (!source)
-    throw new EngineError('TOKENIZER', 'this tokenizer has no chat template; pass one in its options');
+    throw new EngineError(
+      'TOKENIZER',
+      'this tokenizer has no chat template; add chat_template to tokenizer_config.json (or a chat_template.jinja file) or pass one in the options',
+    );
+  return source;
+}
+
+/** Parses a Jinja template once; a template that does not parse fails with the parser's reason. */
+export function compileChatTemplate(source: string): Template {
   let template = compiled.get(source);
   if (!template) {
     try {
@@ -38,12 +54,45 @@ export function renderChat(
     }
     compiled.set(source, template);
   }
-  return template.render({
-    messages,
-    add_generation_prompt: options.addGenerationPrompt ?? false,
-    ...(options.tools ? { tools: options.tools } : {}),
-    bos_token: '',
-    eos_token: '',
-    ...options.extra,
-  });
+  return template;
+}
+
+/**
+ * Renders messages with the tokenizer's Jinja chat template (@huggingface/jinja), with the variables
+ * transformers' `apply_chat_template(messages, tools=…, add_generation_prompt=…, **kwargs)` passes
+ * (`src/transformers/utils/chat_template_utils.py`, `render_jinja_template`): `messages`, `tools`
+ * (None when absent), `documents`, `add_generation_prompt`, the special-token strings
+ * (`bos_token`, `eos_token`, `pad_token`, `unk_token`; a token the tokenizer lacks is undefined, as
+ * in `special_tokens_map`) and the kwargs. @huggingface/jinja supplies the `raise_exception` and
+ * `strftime_now` globals transformers adds, and a `tojson` that writes `", "` / `": "` separators
+ * and non-ASCII as is, like transformers' `json.dumps(ensure_ascii=False)`.
+ */
+export function renderChat(
+  tokenizer: TemplateSource,
+  messages: readonly TemplateMessage[] | readonly { role: string; content: string }[],
+  options: RenderChatOptions = {},
+): string {
+  const hasTools = (options.tools?.length ?? 0) > 0;
+  const template = compileChatTemplate(selectChatTemplate(tokenizer, hasTools));
+  const tokens: Record<string, string> = {};
+  if (tokenizer.bosToken !== undefined) tokens.bos_token = tokenizer.bosToken;
+  if (tokenizer.eosToken !== undefined) tokens.eos_token = tokenizer.eosToken;
+  if (tokenizer.padToken !== undefined) tokens.pad_token = tokenizer.padToken;
+  if (tokenizer.unkToken !== undefined) tokens.unk_token = tokenizer.unkToken;
+  try {
+    return template.render({
+      ...tokens,
+      ...options.extra,
+      messages,
+      tools: hasTools ? options.tools : null,
+      documents: options.documents ?? null,
+      add_generation_prompt: options.addGenerationPrompt ?? false,
+    });
+  } catch (err) {
+    throw new EngineError(
+      'TOKENIZER',
+      `the chat template failed to render: ${(err as Error).message}; check the messages (roles, order) against what the template accepts`,
+      { cause: err },
+    );
+  }
 }

@@ -11,6 +11,8 @@ export interface CompareOptions {
   deadline: Deadline;
   /** Accept an inequality answer for an interval gold (Math-Verify's allow_set_relation_comp). */
   allowSetRelation: boolean;
+  /** Decimal places both numbers are rounded to when either is a written decimal (float_rounding). */
+  floatRounding: number;
 }
 
 /** Is `pred` mathematically the same answer as `gold`? Gold and prediction are not symmetric. */
@@ -291,14 +293,14 @@ function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
         for (let c = 0; c < ra.length; c++) {
           const gn = cells ? gold.rows[r]?.[c] : undefined;
           const pn = cells ? pred.rows[r]?.[c] : undefined;
-          if (!numbersClose(ra[c] as never, rb[c] as never, gn, pn)) return false;
+          if (!numbersClose(ra[c] as never, rb[c] as never, o.floatRounding, gn, pn)) return false;
         }
       }
       valid++;
       continue;
     }
     if (names.length > 0 && (!Number.isFinite(a.f) || !Number.isFinite(b.f))) continue;
-    if (!numbersClose(a, b, gold, pred)) return false;
+    if (!numbersClose(a, b, o.floatRounding, gold, pred)) return false;
     valid++;
   }
   return names.length === 0 ? valid === 1 : valid >= 3;

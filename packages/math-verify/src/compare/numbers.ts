@@ -5,28 +5,64 @@ import * as R from '../math/rational.js';
 /** Relative tolerance for values computed in floating point. */
 export const REL_TOL = 1e-9;
 
-/** Written decimals of a plain decimal literal (`0.33`, `-2.6667`), else null. */
+/** Written decimals of a plain decimal literal (`0.33`, `-2.6667`, `12.5\%`), else null. */
 export function decimalLiteral(n: Node): number | null {
   if (n.k === 'num') return n.dec;
+  if (n.k === 'pct') return decimalLiteral(n.x);
   if (n.k === 'add' && n.terms.length === 1 && n.terms[0]?.sign === -1) return decimalLiteral(n.terms[0].x);
   return null;
 }
 
 /**
- * Equal numbers: exact rationals exactly; floats to a relative tolerance. A decimal literal with at
- * least two written decimals also matches an exact value that rounds to it (gold 1/3, answer 0.33;
- * gold 7.78, answer 70/9), as Math-Verify does; one decimal is too coarse to count (0.3 vs 1/3).
+ * Equal numbers. Where either side is a written decimal (a sympy `Float` in Math-Verify), both are
+ * rounded half to even to `floatRounding` places and must agree there, as Math-Verify's
+ * `sympy_numeric_eq` does (`a.round(float_rounding) == b.round(float_rounding)`, default 6): gold
+ * 1/3 accepts 0.333333 but not 0.33, gold 22/7 not 3.14, gold 2.5 accepts 2.5000001. Otherwise
+ * exact rationals must be exactly equal and floats agree to a relative 1e-9 (Math-Verify's
+ * `evalf(n=15) == 0` on the difference).
  */
-export function numbersClose(a: Num, b: Num, ga?: Node, pb?: Node): boolean {
+export function numbersClose(a: Num, b: Num, floatRounding: number, ga?: Node, pb?: Node): boolean {
   if (a.exact && b.exact && R.eq(a.exact, b.exact)) return true;
   if (a.f === b.f) return Number.isFinite(a.f) || !Number.isNaN(a.f);
   if (!Number.isFinite(a.f) || !Number.isFinite(b.f)) return false;
+  const written =
+    (ga !== undefined && decimalLiteral(ga) !== null) || (pb !== undefined && decimalLiteral(pb) !== null);
+  if (written) return roundedEqual(a, b, floatRounding);
+  if (a.exact && b.exact) return false;
   const scale = Math.max(1, Math.abs(a.f), Math.abs(b.f));
-  // two exact values (integers, fractions, written decimals) must be exactly equal
-  if (!(a.exact && b.exact) && Math.abs(a.f - b.f) <= REL_TOL * scale) return true;
-  const gd = ga ? decimalLiteral(ga) : null;
-  const pd = pb ? decimalLiteral(pb) : null;
-  const d = gd !== null && pd === null ? gd : pd !== null && gd === null ? pd : null;
-  if (d === null || d < 2) return false;
-  return Math.abs(a.f - b.f) <= 0.5 * 10 ** -d + 1e-12 * scale;
+  return Math.abs(a.f - b.f) <= REL_TOL * scale;
+}
+
+/** round(a, places) == round(b, places), half to even; exact for exact values. */
+function roundedEqual(a: Num, b: Num, places: number): boolean {
+  if (a.exact && b.exact) return roundExact(a.exact, places) === roundExact(b.exact, places);
+  const s = 10 ** places;
+  const x = a.exact ? null : a.f * s;
+  const y = b.exact ? null : b.f * s;
+  // past 2^52 a float has no fraction left to round at this scale: compare to the last bits
+  if ((x !== null && Math.abs(x) >= 2 ** 52) || (y !== null && Math.abs(y) >= 2 ** 52)) {
+    const scale = Math.max(Math.abs(a.f), Math.abs(b.f));
+    return Math.abs(a.f - b.f) <= 4 * Number.EPSILON * scale;
+  }
+  const ra = a.exact ? Number(roundExact(a.exact, places)) : roundHalfEven(x as number);
+  const rb = b.exact ? Number(roundExact(b.exact, places)) : roundHalfEven(y as number);
+  return ra === rb;
+}
+
+/** round-half-to-even(q · 10^places) as an integer, exactly. */
+function roundExact(q: R.Rat, places: number): bigint {
+  const num = q.n * 10n ** BigInt(places);
+  let fl = num / q.d;
+  if (num < 0n && fl * q.d !== num) fl -= 1n; // floor, not truncation
+  const twice = 2n * (num - fl * q.d);
+  if (twice > q.d || (twice === q.d && fl % 2n !== 0n)) return fl + 1n;
+  return fl;
+}
+
+function roundHalfEven(x: number): number {
+  const fl = Math.floor(x);
+  const d = x - fl;
+  if (d > 0.5) return fl + 1;
+  if (d < 0.5) return fl;
+  return fl % 2 === 0 ? fl : fl + 1;
 }

@@ -30,7 +30,7 @@ export function candidateTiers(response: string, deadline: Deadline): Candidate[
   const all = [...envs, ...fractions, ...plain].sort((a, b) => a.start - b.start || b.end - a.end);
 
   const tier0: Candidate[] = [];
-  const lastBox = boxed[0];
+  const lastBox = boxed[0] ?? (text === response ? undefined : boxBeforeTail(response, deadline));
   if (lastBox) tier0.push(lastBox);
   for (const tag of answerTags(text)) {
     const inner = tag.inner.trim();
@@ -43,6 +43,23 @@ export function candidateTiers(response: string, deadline: Deadline): Candidate[
   const tier200 = anchored(text, all, /answer/gi, 50, deadline);
   const byEnd = (a: Candidate, b: Candidate) => b.end - a.end || a.start - b.start;
   return [tier0, tier50, tier100, tier200, [...all]].map((t) => t.sort(byEnd)).filter((t) => t.length > 0);
+}
+
+/**
+ * The last `\boxed{}` of a response whose scanned tail holds none: a boxed answer followed by
+ * more than `maxScanChars` of text still wins (Math-Verify's boxed pattern sees the whole text).
+ * Found with lastIndexOf and read from a window of `maxScanChars` after it, so the cost stays
+ * one more bounded scan; it sorts before everything of the tail (negative offsets).
+ */
+function boxBeforeTail(response: string, deadline: Deadline): Candidate | undefined {
+  const tailStart = response.length - LIMITS.maxScanChars;
+  const at = Math.max(response.lastIndexOf('\\boxed', tailStart), response.lastIndexOf('\\fbox', tailStart));
+  if (at < 0) return undefined;
+  const from = Math.max(0, at - LIMITS.maxAnswerChars);
+  const window = response.slice(from, Math.min(response.length, at + LIMITS.maxScanChars));
+  const box = boxedCandidates(window, deadline).find((b) => b.end > at - from);
+  if (!box) return undefined;
+  return { ...box, start: box.start - window.length - 1, end: box.end - window.length - 1 };
 }
 
 function mergeSpans(spans: Candidate[]): { start: number; end: number }[] {

@@ -2,11 +2,19 @@ import type { Deadline } from '../deadline.js';
 import { type Candidate, percentAfter } from './candidate.js';
 
 /**
- * Numbers and simple expressions in prose ("is 1,000.99€", "P(A) = 2/3."): runs of digits and
- * operators that start after a space, "=", a currency sign or the start of the text, so "AZYUK2A"
- * holds no answer. One global regex without nested ambiguity: linear.
+ * Numbers and simple expressions in prose ("is 1,000.99€", "P(A) = 2/3.", "is √2"): runs of
+ * digits, operators and `√` that start after a space, "=", a currency sign, the start of the
+ * text, markdown emphasis opened there (`**7**`, `` `7` ``, as Math-Verify's `(?:\*\*)?` prefix)
+ * or a CJK character or full-width punctuation (CJK text puts no space around numbers: 答案是7。),
+ * so "AZYUK2A" holds no answer. One global regex without nested ambiguity: linear.
  */
-const RUN = /(?<=^|[\s=$€£¥₹:(])-?\(?-?\.?\d[\d.,()+\-*/^×÷]*(?: [\d(+\-*/^×÷][\d.,()+\-*/^×÷]*)*/g;
+const CJK =
+  '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}\\u3000-\\u303f\\uff01-\\uff0f\\uff1a-\\uff20';
+const OPEN = `[\\s=$€£¥₹:(${CJK}]`;
+const BEFORE = `(?<=^|${OPEN}|(?:^|${OPEN})(?:\\*\\*?|\`|__))`;
+// `\!` (LaTeX negative space) and `{,}` join thousands in `\$10,\!000` and `\$18{,}000`
+const CHARS = '(?:[\\d.,()+\\-*/^×÷√]|\\\\!|\\{,\\})';
+const RUN = new RegExp(`${BEFORE}-?\\(?-?(?:\\.?\\d|√)${CHARS}*(?: [\\d(+\\-*/^×÷√]${CHARS}*)*`, 'gu');
 
 const THOUSANDS = /^(-?)([1-9]\d{0,2})((?:([ ,])\d{3})(?:\4\d{3})*)(\.\d+)?$/;
 const DECIMAL_COMMA = /^(-?\d+),(\d+)$/;
@@ -51,7 +59,7 @@ export function plainCandidates(
 ): Candidate[] {
   const out: Candidate[] = [];
   let k = 0;
-  const re = new RegExp(RUN.source, 'g');
+  const re = new RegExp(RUN.source, 'gu');
   const matches: RegExpExecArray[] = [];
   for (const w of windows) {
     // the lookbehind still sees the character before lastIndex, so a window starts cleanly
@@ -66,17 +74,18 @@ export function plainCandidates(
     while (k < skip.length && (skip[k] as { end: number }).end <= start) k++;
     const s = skip[k];
     if (s && s.start <= start && start < s.end) continue;
-    const raw = trimRun(m[0]);
-    if (!/\d/.test(raw)) continue;
-    const lead = m[0].indexOf(raw);
-    const end = start + lead + raw.length;
+    const trimmed = trimRun(m[0]);
+    if (!/\d/.test(trimmed)) continue;
+    const lead = m[0].indexOf(trimmed);
+    const end = start + lead + trimmed.length;
+    const raw = /\\!|\{,\}/.test(trimmed) ? trimmed.replace(/\\!/g, '').replace(/\{,\}/g, ',') : trimmed;
     const pct = percentAfter(text, end);
     const n = plainNumber(raw);
     if (n !== null) {
       out.push({ text: n + (pct ? '%' : ''), start, end: end + pct, kind: 'plain', plainNumber: n });
       continue;
     }
-    if (/\d\s*[+\-*/^×÷]\s*[\d(.-]|\)\s*[+\-*/^×÷]/.test(raw)) {
+    if (/\d\s*[+\-*/^×÷]\s*[\d(.-]|\)\s*[+\-*/^×÷]|√\s*[\d(]/.test(raw)) {
       out.push({
         text: raw.replace(/×/g, '\\times ').replace(/÷/g, '\\div ') + (pct ? '%' : ''),
         start,

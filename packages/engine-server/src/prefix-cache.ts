@@ -1,4 +1,4 @@
-import type { EngineAdapter } from '../engine-adapter.js';
+import type { EngineAdapter } from '@agentrl/rollout';
 
 interface Entry {
   id: string;

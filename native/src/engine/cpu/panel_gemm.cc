@@ -1,0 +1,227 @@
+// See panel_gemm.h. The micro-kernel keeps R rows x NP panels of accumulators in registers over one
+// k-block (one FMA chain per output element, as sgemm.cc's MicroKernel does), then adds the block's
+// sums to C; R and NP only change which elements share a loop, never an element's arithmetic.
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports false "may be used uninitialized" warnings from inside avx512fintrin.h.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include "engine/cpu/panel_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/cpu/sgemm.h"
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
+#if defined(AGENTRL_HAVE_OPENMP)
+#include <omp.h>
+#endif
+
+namespace agentrl::engine::cpu {
+namespace {
+
+#if defined(__AVX512F__)
+using Vec = __m512;
+constexpr int kLanes = 16;
+inline Vec Zero() { return _mm512_setzero_ps(); }
+inline Vec Load(const float* p) { return _mm512_load_ps(p); }
+inline Vec LoadU(const float* p) { return _mm512_loadu_ps(p); }
+inline void StoreU(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+inline Vec Bcast(float x) { return _mm512_set1_ps(x); }
+inline Vec Fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+inline Vec Add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+#elif defined(__AVX2__) && defined(__FMA__)
+using Vec = __m256;
+constexpr int kLanes = 8;
+inline Vec Zero() { return _mm256_setzero_ps(); }
+inline Vec Load(const float* p) { return _mm256_load_ps(p); }
+inline Vec LoadU(const float* p) { return _mm256_loadu_ps(p); }
+inline void StoreU(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+inline Vec Bcast(float x) { return _mm256_set1_ps(x); }
+inline Vec Fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline Vec Add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+#else
+// Same expression as sgemm.cc's portable micro-kernel (`acc += a * b`), so both contract alike.
+using Vec = float;
+constexpr int kLanes = 1;
+inline Vec Zero() { return 0.0f; }
+inline Vec Load(const float* p) { return *p; }
+inline Vec LoadU(const float* p) { return *p; }
+inline void StoreU(float* p, Vec v) { *p = v; }
+inline Vec Bcast(float x) { return x; }
+inline Vec Fma(Vec a, Vec b, Vec c) { return c + a * b; }
+inline Vec Add(Vec a, Vec b) { return a + b; }
+#endif
+
+constexpr int kVecs = kPanelWidth / kLanes;  // vectors per panel row
+static_assert(kPanelWidth % kLanes == 0, "a panel row is whole vectors");
+
+// C[0:R, 0:NP*16] (ldc) (+)= A[0:R, 0:k] times NP consecutive panels. C has whole panels of room.
+template <int R, int NP>
+void Block(int k, const float* a, int lda, const float* panel, size_t panel_stride, bool accumulate, float* c,
+           int ldc) {
+  for (int k0 = 0; k0 < k; k0 += kPanelKc) {
+    const int kc = std::min(kPanelKc, k - k0);
+    Vec acc[R][NP][kVecs];
+    for (int r = 0; r < R; ++r)
+      for (int q = 0; q < NP; ++q)
+        for (int v = 0; v < kVecs; ++v) acc[r][q][v] = Zero();
+    const float* b = panel + static_cast<size_t>(k0) * kPanelWidth;
+    const float* ak = a + k0;
+    for (int kk = 0; kk < kc; ++kk) {
+      Vec bv[NP][kVecs];
+      for (int q = 0; q < NP; ++q)
+        for (int v = 0; v < kVecs; ++v) bv[q][v] = Load(b + q * panel_stride + kk * kPanelWidth + v * kLanes);
+      for (int r = 0; r < R; ++r) {
+        const Vec av = Bcast(ak[static_cast<size_t>(r) * lda + kk]);
+        for (int q = 0; q < NP; ++q)
+          for (int v = 0; v < kVecs; ++v) acc[r][q][v] = Fma(av, bv[q][v], acc[r][q][v]);
+      }
+    }
+    const bool add = k0 > 0 || accumulate;
+    for (int r = 0; r < R; ++r) {
+      for (int q = 0; q < NP; ++q) {
+        for (int v = 0; v < kVecs; ++v) {
+          float* out = c + static_cast<size_t>(r) * ldc + q * kPanelWidth + v * kLanes;
+          StoreU(out, add ? Add(LoadU(out), acc[r][q][v]) : acc[r][q][v]);
+        }
+      }
+    }
+  }
+}
+
+template <int R, int NP>
+void Rows(int k, const float* a, int lda, const float* panels, int p, bool accumulate, float* c, int ldc) {
+  const size_t stride = static_cast<size_t>(k) * kPanelWidth;
+  Block<R, NP>(k, a, lda, panels + p * stride, stride, accumulate, c + p * kPanelWidth, ldc);
+}
+
+// One panel whose last columns lie past n: computed into a padded tile, valid columns copied out.
+void PartialPanel(int m, int n, int k, const float* a, int lda, const float* panels, int p, bool accumulate, float* c,
+                  int ldc) {
+  const int cols = n - p * kPanelWidth;
+  alignas(64) float tile[4 * kPanelWidth];
+  const size_t stride = static_cast<size_t>(k) * kPanelWidth;
+  for (int i = 0; i < m; i += 4) {
+    const int rows = std::min(4, m - i);
+    for (int r = 0; r < rows; ++r) {
+      std::memset(tile + r * kPanelWidth, 0, sizeof(float) * kPanelWidth);
+      if (accumulate)
+        std::memcpy(tile + r * kPanelWidth, c + static_cast<size_t>(i + r) * ldc + p * kPanelWidth, sizeof(float) * cols);
+    }
+    const float* ai = a + static_cast<size_t>(i) * lda;
+    const float* pp = panels + p * stride;
+    switch (rows) {
+      case 4: Block<4, 1>(k, ai, lda, pp, stride, accumulate, tile, kPanelWidth); break;
+      case 3: Block<3, 1>(k, ai, lda, pp, stride, accumulate, tile, kPanelWidth); break;
+      case 2: Block<2, 1>(k, ai, lda, pp, stride, accumulate, tile, kPanelWidth); break;
+      default: Block<1, 1>(k, ai, lda, pp, stride, accumulate, tile, kPanelWidth); break;
+    }
+    for (int r = 0; r < rows; ++r)
+      std::memcpy(c + static_cast<size_t>(i + r) * ldc + p * kPanelWidth, tile + r * kPanelWidth, sizeof(float) * cols);
+  }
+}
+
+// Whole panels [p0, p1) for m <= 64 rows: panels outer (a panel group stays in cache over the rows).
+void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, bool accumulate,
+                    float* c, int ldc) {
+  const int np = m == 1 ? 4 : m == 2 ? 2 : 1;
+  int p = p0;
+  for (; np > 1 && p + np <= p1; p += np) {
+    if (np == 4) Rows<1, 4>(k, a, lda, panels, p, accumulate, c, ldc);
+    else Rows<2, 2>(k, a, lda, panels, p, accumulate, c, ldc);
+  }
+  for (; p < p1; ++p) {
+    int i = 0;
+    // 6 rows x 16 columns: 12 AVX2 accumulators (6 AVX-512 ones), the most that stay in registers.
+    for (; i + 6 <= m; i += 6)
+      Rows<6, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p, accumulate, c + static_cast<size_t>(i) * ldc, ldc);
+    for (; i + 4 <= m; i += 4)
+      Rows<4, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p, accumulate, c + static_cast<size_t>(i) * ldc, ldc);
+    const float* ai = a + static_cast<size_t>(i) * lda;
+    float* ci = c + static_cast<size_t>(i) * ldc;
+    switch (m - i) {
+      case 3: Rows<3, 1>(k, ai, lda, panels, p, accumulate, ci, ldc); break;
+      case 2: Rows<2, 1>(k, ai, lda, panels, p, accumulate, ci, ldc); break;
+      case 1: Rows<1, 1>(k, ai, lda, panels, p, accumulate, ci, ldc); break;
+      default: break;
+    }
+  }
+}
+
+// Rows in chunks of 64, so the chunk of A (64 x k) stays in L2 while every panel passes over it.
+void PanelRange(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, bool accumulate, float* c,
+                int ldc) {
+  for (int i0 = 0; i0 < m; i0 += 64) {
+    PanelRangeRows(std::min(64, m - i0), k, a + static_cast<size_t>(i0) * lda, lda, panels, p0, p1, accumulate,
+                   c + static_cast<size_t>(i0) * ldc, ldc);
+  }
+}
+
+// Above this many rows the packed SGEMM (same arithmetic, see panel_gemm.h) amortises its packing,
+// where its AVX-512 micro-kernel is compiled; its portable micro-kernel is slower than the panels at
+// every size (on an AVX2 EPYC: 18 ms against 2.8 ms for 64 x 2048 x 768), so elsewhere it is unused.
+#if defined(__AVX512F__)
+constexpr int kPanelMaxRows = 64;
+#else
+constexpr int kPanelMaxRows = 1 << 30;
+#endif
+
+}  // namespace
+
+size_t PanelFloats(int n, int k) {
+  return static_cast<size_t>((n + kPanelWidth - 1) / kPanelWidth) * kPanelWidth * static_cast<size_t>(k);
+}
+
+void PackPanels(const float* w, int n, int k, float* dst) {
+  const int panels = (n + kPanelWidth - 1) / kPanelWidth;
+#pragma omp parallel for schedule(static) if (static_cast<double>(n) * k > 1e6)
+  for (int p = 0; p < panels; ++p) {
+    float* out = dst + static_cast<size_t>(p) * k * kPanelWidth;
+    const int cols = std::min(kPanelWidth, n - p * kPanelWidth);
+    for (int kk = 0; kk < k; ++kk) {
+      for (int cidx = 0; cidx < cols; ++cidx)
+        out[static_cast<size_t>(kk) * kPanelWidth + cidx] = w[static_cast<size_t>(p * kPanelWidth + cidx) * k + kk];
+      for (int cidx = cols; cidx < kPanelWidth; ++cidx) out[static_cast<size_t>(kk) * kPanelWidth + cidx] = 0.0f;
+    }
+  }
+}
+
+void PanelGemm(int m, int n, int k, const float* a, int lda, const float* w, const float* panels, bool accumulate,
+               float* c, int ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int i = 0; i < m && !accumulate; ++i) std::memset(c + static_cast<size_t>(i) * ldc, 0, sizeof(float) * n);
+    return;
+  }
+  if (m > kPanelMaxRows) {
+    // Sgemm never takes its dot-product path: the same arithmetic, with packing amortised over m.
+    Sgemm(false, true, m, n, k, 1.0f, a, lda, w, k, accumulate ? 1.0f : 0.0f, c, ldc);
+    return;
+  }
+  const int whole = n / kPanelWidth;
+  const int total = (n + kPanelWidth - 1) / kPanelWidth;
+#if defined(AGENTRL_HAVE_OPENMP)
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  // The rule of Sgemm: below ~20 MFLOP a parallel region costs more than it saves on a machine whose
+  // other cores are busy (a woken thread may wait a whole time slice for its core).
+  if (threads > 1 && 2.0 * m * n * static_cast<double>(k) > 2e7) {
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num();
+      const int nt = omp_get_num_threads();
+      const int chunk = (whole + nt - 1) / nt;
+      const int p0 = std::min(whole, t * chunk), p1 = std::min(whole, p0 + chunk);
+      if (p0 < p1) PanelRange(m, k, a, lda, panels, p0, p1, accumulate, c, ldc);
+      if (t == nt - 1 && whole < total) PartialPanel(m, n, k, a, lda, panels, whole, accumulate, c, ldc);
+    }
+    return;
+  }
+#endif
+  PanelRange(m, k, a, lda, panels, 0, whole, accumulate, c, ldc);
+  if (whole < total) PartialPanel(m, n, k, a, lda, panels, whole, accumulate, c, ldc);
+}
+
+}  // namespace agentrl::engine::cpu

@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import { renderChat, type TemplateMessage } from '@agentrl/engine';
+import type { FastifyInstance } from 'fastify';
+import { checkModel, now, type ServerContext } from '../context.js';
+import { EngineServerError } from '../errors.js';
+import { parseHermesToolCalls } from '../hermes.js';
+import { type VllmChatRequest, VllmChatRequestSchema } from '../request-schemas.js';
+import { refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
+import { stopCause, vllmFinish } from '../stop.js';
+
+/**
+ * OpenAI messages as vLLM hands them to the chat template (`vllm/entrypoints/chat_utils.py`):
+ * text parts joined, assistant tool-call `arguments` parsed from their JSON string into an object.
+ */
+export function templateMessages(messages: VllmChatRequest['messages']): TemplateMessage[] {
+  return messages.map((m) => {
+    const content =
+      typeof m.content === 'string' || m.content === null || m.content === undefined
+        ? (m.content ?? null)
+        : m.content.map((p) => p.text ?? '').join('\n');
+    const out: TemplateMessage = { ...m, content: content ?? '' };
+    if (m.tool_calls)
+      out.tool_calls = m.tool_calls.map((c) => {
+        let args: unknown = c.function.arguments;
+        if (typeof args === 'string') {
+          try {
+            args = JSON.parse(args);
+          } catch {
+            throw new EngineServerError(
+              'INVALID_REQUEST',
+              `tool call ${c.function.name}: arguments is not valid JSON`,
+            );
+          }
+        }
+        return { ...c, function: { ...c.function, arguments: args } };
+      });
+    return out;
+  });
+}
+
+/**
+ * `POST /v1/chat/completions` as `vllm/entrypoints/openai/serving_chat.py` answers it: the
+ * checkpoint's own chat template (with `tools`, `add_generation_prompt`, `chat_template_kwargs`
+ * such as Qwen3's `enable_thinking`), and, when the request has tools, the Hermes tool-call parser
+ * (`--enable-auto-tool-choice --tool-call-parser hermes`): `tool_calls` and finish_reason
+ * "tool_calls". `logprobs` / `top_logprobs` in the chat shape.
+ */
+export async function chatRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
+  app.post('/v1/chat/completions', async (req, reply) => {
+    const body = VllmChatRequestSchema.parse(req.body);
+    checkModel(ctx, body.model);
+    refuseNonNeutral(body);
+    const tools = body.tool_choice === 'none' ? [] : (body.tools ?? []);
+    const text = renderChat(ctx.tokenizer, templateMessages(body.messages), {
+      addGenerationPrompt: body.add_generation_prompt ?? !body.continue_final_message,
+      ...(tools.length > 0 ? { tools } : {}),
+      ...(body.chat_template_kwargs ? { extra: body.chat_template_kwargs } : {}),
+    });
+    const ids = ctx.tokenizer.encode(text);
+    const room = ctx.served.maxModelLen - ids.length;
+    if (room <= 0)
+      throw new EngineServerError(
+        'INVALID_REQUEST',
+        `the prompt has ${ids.length} tokens; this model's maximum context length is ${ctx.served.maxModelLen}`,
+      );
+    const maxTokens = Math.min(body.max_completion_tokens ?? body.max_tokens ?? room, room);
+    const k = body.logprobs ? (body.top_logprobs ?? 0) : 0;
+    const skipSpecial = body.skip_special_tokens ?? true;
+    const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
+    const choices = await Promise.all(
+      Array.from({ length: body.n ?? 1 }, async (_, index) => {
+        const spec = vllmGenerationSpec(body, maxTokens, index, ctx.eosIds);
+        const gen = await ctx.served.generate(`${id}-${index}`, ids, spec, k);
+        const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);
+        const finish = vllmFinish(
+          stopCause(gen.tokenIds, gen.finishReason, raw, spec),
+          raw,
+          body.include_stop_str_in_output ?? false,
+        );
+        const parsed =
+          tools.length > 0 ? parseHermesToolCalls(finish.text) : { content: finish.text, toolCalls: [] };
+        const entry = (t: number, lp: number) => ({
+          token: ctx.codec.piece(t),
+          logprob: lp,
+          bytes: [...Buffer.from(ctx.codec.piece(t))],
+        });
+        return {
+          index,
+          message: {
+            role: 'assistant',
+            content: parsed.content,
+            tool_calls: parsed.toolCalls,
+            reasoning_content: null,
+          },
+          logprobs: body.logprobs
+            ? {
+                content: gen.tokenIds.map((t, i) => ({
+                  ...entry(t, gen.logprobs[i]!),
+                  top_logprobs: (gen.top?.[i]?.top ?? []).map(([v, lp]) => entry(v, lp)),
+                })),
+              }
+            : null,
+          finish_reason: parsed.toolCalls.length > 0 ? 'tool_calls' : finish.finish_reason,
+          stop_reason: finish.stop_reason,
+          ...(body.return_token_ids ? { token_ids: gen.tokenIds } : {}),
+          completionTokens: gen.tokenIds.length,
+        };
+      }),
+    );
+    const completion = choices.reduce((a, c) => a + c.completionTokens, 0);
+    const response = {
+      id,
+      object: 'chat.completion',
+      created: now(),
+      model: ctx.modelName,
+      choices: choices.map(({ completionTokens: _, ...c }) => c),
+      usage: {
+        prompt_tokens: ids.length,
+        completion_tokens: completion,
+        total_tokens: ids.length + completion,
+      },
+      ...(body.return_token_ids ? { prompt_token_ids: ids } : {}),
+    };
+    if (!body.stream) return response;
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const c of response.choices) {
+      const delta = {
+        role: 'assistant',
+        content: c.message.content,
+        ...(c.message.tool_calls.length
+          ? { tool_calls: c.message.tool_calls.map((t, i) => ({ index: i, ...t })) }
+          : {}),
+      };
+      const chunk = {
+        id,
+        object: 'chat.completion.chunk',
+        created: response.created,
+        model: ctx.modelName,
+        choices: [{ index: c.index, delta, logprobs: c.logprobs, finish_reason: c.finish_reason }],
+      };
+      reply.raw.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    }
+    reply.raw.end('data: [DONE]\n\n');
+    return reply;
+  });
+}

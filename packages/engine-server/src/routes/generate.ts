@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { RolloutError, RolloutErrorCode } from '@agentrl/rollout';
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { EngineServerError } from '../errors.js';
+import {
+  type SglangGenerateRequest,
+  SglangGenerateRequestSchema,
+  type SglangSampling,
+} from '../request-schemas.js';
+import { generationSpec, refuseNonNeutral } from '../sampling.js';
+import { sglangFinish, stopCause } from '../stop.js';
+
+/** One prompt of a (possibly batched) `/generate` request with its own sampling params and rid. */
+interface Item {
+  ids: number[];
+  sampling: SglangSampling;
+  rid: string;
+  returnLogprob: boolean;
+}
+
+function items(ctx: ServerContext, body: SglangGenerateRequest): { items: Item[]; batched: boolean } {
+  let prompts: number[][];
+  let batched: boolean;
+  if (body.input_ids !== undefined) {
+    batched = body.input_ids.length > 0 && Array.isArray(body.input_ids[0]);
+    prompts = batched ? (body.input_ids as number[][]) : [body.input_ids as number[]];
+  } else {
+    batched = Array.isArray(body.text);
+    prompts = (batched ? (body.text as string[]) : [body.text as string]).map((t) => ctx.tokenizer.encode(t));
+  }
+  const pick = <T>(value: T | T[] | undefined, i: number, what: string): T | undefined => {
+    if (!Array.isArray(value)) return value;
+    if (value.length !== prompts.length)
+      throw new EngineServerError(
+        'INVALID_REQUEST',
+        `${what} is a list of ${value.length}, the batch has ${prompts.length} prompts`,
+      );
+    return value[i];
+  };
+  return {
+    batched,
+    items: prompts.map((ids, i) => ({
+      ids,
+      sampling: pick(body.sampling_params, i, 'sampling_params') ?? {},
+      rid: pick(body.rid, i, 'rid') ?? randomUUID().replaceAll('-', ''),
+      returnLogprob: pick(body.return_logprob, i, 'return_logprob') ?? false,
+    })),
+  };
+}
+
+/**
+ * SGLang's native `POST /generate` (`python/sglang/srt/entrypoints/http_server.py`,
+ * `GenerateReqInput`): `text` or `input_ids`, one or a batch (lists of prompts or of token lists,
+ * answered with a list), `sampling_params`, `return_logprob` with `meta_info.output_token_logprobs`
+ * as `[logprob, token_id, text|null]`, `top_logprobs_num`, `logprob_start_len` for input logprobs,
+ * `finish_reason` `{type: "stop", matched}` / `{type: "length", length}` / `{type: "abort"}`;
+ * `stream` as server-sent events (one final chunk per prompt, then `[DONE]`).
+ */
+export async function generateRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
+  app.post('/generate', async (req, reply) => {
+    const body = SglangGenerateRequestSchema.parse(req.body);
+    const { items: list, batched } = items(ctx, body);
+    const withText = body.return_text_in_logprobs ?? false;
+    const k = body.top_logprobs_num ?? 0;
+    const out = await Promise.all(
+      list.map(async (item) => {
+        const sp = item.sampling;
+        refuseNonNeutral(sp);
+        const spec = generationSpec(
+          {
+            temperature: sp.temperature,
+            topP: sp.top_p,
+            topK: sp.top_k,
+            maxNewTokens: sp.max_new_tokens ?? 128,
+            stop: sp.stop,
+            stopTokenIds: sp.stop_token_ids,
+            ignoreEos: sp.ignore_eos,
+            seed: sp.sampling_seed,
+          },
+          ctx.eosIds,
+        );
+        const piece = (id: number) => (withText ? ctx.codec.piece(id) : null);
+        const meta = (extra: Record<string, unknown>) => ({
+          id: item.rid,
+          prompt_tokens: item.ids.length,
+          weight_version: ctx.served.weightVersion,
+          ...extra,
+        });
+        let gen: Awaited<ReturnType<typeof ctx.served.generate>>;
+        try {
+          gen = await ctx.served.generate(item.rid, item.ids, spec, item.returnLogprob ? k : 0);
+        } catch (err) {
+          if (err instanceof RolloutError && err.code === RolloutErrorCode.ABORTED)
+            return {
+              text: '',
+              output_ids: [],
+              meta_info: meta({
+                finish_reason: { type: 'abort', message: 'Abort in waiting queue' },
+                completion_tokens: 0,
+              }),
+            };
+          throw err;
+        }
+        const skip = sp.skip_special_tokens ?? true;
+        const text = ctx.codec.decode(gen.tokenIds, skip);
+        const cause = stopCause(gen.tokenIds, gen.finishReason, text, spec);
+        const finish = sglangFinish(
+          cause,
+          text,
+          ctx.codec.decode(gen.tokenIds.slice(0, -1), skip),
+          sp.no_stop_trim ?? false,
+          gen.tokenIds.length,
+        );
+        const start = body.logprob_start_len ?? -1;
+        const logprobs = item.returnLogprob
+          ? {
+              output_token_logprobs: gen.tokenIds.map((t, i) => [gen.logprobs[i]!, t, piece(t)]),
+              ...(k > 0
+                ? {
+                    output_top_logprobs: (gen.top ?? []).map((p) =>
+                      p.top.map(([v, lp]) => [lp, v, piece(v)]),
+                    ),
+                  }
+                : {}),
+              ...(start >= 0
+                ? {
+                    input_token_logprobs: [
+                      [null, item.ids[0], piece(item.ids[0]!)],
+                      ...ctx.served.positionLogprobs(item.ids, 0).map((p) => [p.logprob, p.id, piece(p.id)]),
+                    ].slice(start),
+                  }
+                : {}),
+            }
+          : {};
+        return {
+          text: finish.text,
+          output_ids: gen.tokenIds,
+          meta_info: meta({
+            finish_reason: finish.finish_reason,
+            completion_tokens: gen.tokenIds.length,
+            cached_tokens: 0,
+            ...logprobs,
+          }),
+        };
+      }),
+    );
+    if (!body.stream) return batched ? out : out[0];
+    // Server-sent events as SGLang streams them, one (final, cumulative) chunk per prompt.
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream' });
+    out.forEach((o, index) => {
+      reply.raw.write(`data: ${JSON.stringify(batched ? { ...o, index } : o)}\n\n`);
+    });
+    reply.raw.end('data: [DONE]\n\n');
+    return reply;
+  });
+}

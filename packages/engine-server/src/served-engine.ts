@@ -1,0 +1,222 @@
+import { createGenerator, loadModel, type Model, packSequences, type Tokenizer } from '@agentrl/engine';
+import { createNativeAdapter, type EngineAdapter, type GenerateResult } from '@agentrl/rollout';
+import { EngineServerError } from './errors.js';
+import { createPrefixCache } from './prefix-cache.js';
+import type { GenerationSpec } from './sampling.js';
+
+/** Most logits one top-k / prompt-logprobs forward may hold (1 GiB of floats). */
+const MAX_LOGIT_FLOATS = 2 ** 28;
+
+/** One position's distribution: the token there and the k most likely ones, as [id, logprob]. */
+export interface PositionLogprobs {
+  id: number;
+  logprob: number;
+  top: Array<[number, number]>;
+}
+
+export interface Generation extends GenerateResult {
+  /** per generated token, when top-k logprobs were asked for */
+  top?: PositionLogprobs[];
+}
+
+/**
+ * The checkpoint the server serves: its model, tokenizer, the batched in-process engine, a prefix
+ * cache so that a trajectory's later turns prefill only their new tokens, and the weight version.
+ * Reloading weights waits for running generations, copies the new tensors into the same model and
+ * bumps its version (the generator rebuilds stale KV caches on its own).
+ */
+export class ServedEngine {
+  readonly engine: EngineAdapter;
+  /** requests inside the engine now */
+  running = 0;
+  /** requests waiting for a weight reload to finish */
+  waiting = 0;
+  /** how many times the weights were replaced */
+  modelVersion = 0;
+  weightVersion = 'default';
+  /** where the weights served now came from (SGLang's model_path) */
+  modelPath: string;
+  /** the directory the server was started on (what vLLM's reload_weights re-reads) */
+  readonly launchPath: string;
+  private readonly prefixes;
+  private readonly controllers = new Map<string, AbortController>();
+  private reloading: Promise<void> | null = null;
+  private idle: (() => void) | null = null;
+
+  constructor(
+    readonly model: Model,
+    readonly tokenizer: Tokenizer,
+    modelPath: string,
+    options: { maxBatch?: number } = {},
+  ) {
+    this.modelPath = modelPath;
+    this.launchPath = modelPath;
+    const generator = createGenerator(model, { decode: (ids) => tokenizer.decode(ids) });
+    this.engine = createNativeAdapter({ generator, maxBatch: options.maxBatch ?? 64, name: 'agentrl' });
+    this.prefixes = createPrefixCache(this.engine);
+  }
+
+  /** The longest sequence (prompt + output) the model takes. */
+  get maxModelLen(): number {
+    return this.model.config.max_position_embeddings;
+  }
+
+  /** Samples one continuation of `tokenIds`; `topLogprobs` > 0 adds the k most likely tokens per step. */
+  async generate(
+    rid: string,
+    tokenIds: number[],
+    spec: GenerationSpec,
+    topLogprobs = 0,
+  ): Promise<Generation> {
+    if (tokenIds.length === 0)
+      throw new EngineServerError('INVALID_REQUEST', 'the prompt is empty; send at least one token');
+    const wanted = tokenIds.length + spec.params.maxNewTokens;
+    // vLLM's wording (serving_engine.py `_validate_input`): the request does not fit the context.
+    if (wanted > this.maxModelLen)
+      throw new EngineServerError(
+        'INVALID_REQUEST',
+        `This model's maximum context length is ${this.maxModelLen} tokens. However, you requested ${wanted} tokens (${tokenIds.length} in the messages, ${spec.params.maxNewTokens} in the completion). Please reduce the length of the messages or completion.`,
+      );
+    const vocab = this.model.config.vocab_size;
+    const bad = tokenIds.find((t) => t >= vocab);
+    if (bad !== undefined)
+      throw new EngineServerError(
+        'INVALID_REQUEST',
+        `token id ${bad} is out of vocabulary (vocab_size ${vocab})`,
+      );
+    await this.waitForReload();
+    const controller = new AbortController();
+    this.controllers.set(rid, controller);
+    this.running += 1;
+    try {
+      const entry = await this.prefixes.acquire(tokenIds);
+      let result: GenerateResult | null = null;
+      try {
+        result = await this.engine.generate({
+          cacheId: entry.id,
+          tokenIds,
+          params: spec.params,
+          signal: controller.signal,
+        });
+      } finally {
+        await this.prefixes.done(entry, result ? [...tokenIds, ...result.tokenIds] : null);
+      }
+      if (topLogprobs <= 0 || result.tokenIds.length === 0) return result;
+      const t = spec.params.temperature > 0 ? spec.params.temperature : 1;
+      const all = this.positionLogprobs([...tokenIds, ...result.tokenIds], topLogprobs, t);
+      return { ...result, top: all.slice(tokenIds.length - 1, tokenIds.length - 1 + result.tokenIds.length) };
+    } finally {
+      this.running -= 1;
+      this.controllers.delete(rid);
+      if (this.running === 0) this.idle?.();
+    }
+  }
+
+  /**
+   * Log-softmax(logits / temperature) of the model at each position of `ids`: entry i is the
+   * distribution of token i+1 given tokens 0..i, with that token's logprob and the top k.
+   */
+  positionLogprobs(ids: readonly number[], k: number, temperature = 1): PositionLogprobs[] {
+    const vocab = this.model.config.vocab_size;
+    // One forward over the whole sequence writes [T, V] logits: bound that buffer.
+    if (ids.length * vocab > MAX_LOGIT_FLOATS)
+      throw new EngineServerError(
+        'INVALID_REQUEST',
+        `top-k / prompt logprobs over ${ids.length} tokens need ${((ids.length * vocab * 4) / 2 ** 30).toFixed(1)} GiB of logits here (limit ${(MAX_LOGIT_FLOATS * 4) / 2 ** 30} GiB); ask for logprobs=0 (the sampled tokens' logprobs cost nothing) or a shorter sequence`,
+      );
+    const logits = this.model.forwardLogits(packSequences([ids]));
+    const out: PositionLogprobs[] = [];
+    for (let i = 0; i + 1 < ids.length; i++) {
+      const row = logits.subarray(i * vocab, (i + 1) * vocab);
+      let max = Number.NEGATIVE_INFINITY;
+      for (let v = 0; v < vocab; v++) max = Math.max(max, row[v]! / temperature);
+      let sum = 0;
+      for (let v = 0; v < vocab; v++) sum += Math.exp(row[v]! / temperature - max);
+      const logZ = max + Math.log(sum);
+      const lp = (v: number) => row[v]! / temperature - logZ;
+      const top: Array<[number, number]> = [];
+      for (let v = 0; v < vocab && k > 0; v++) {
+        const x = row[v]!;
+        if (top.length < k) top.push([v, x]);
+        else if (x > top[top.length - 1]![1]) top[top.length - 1] = [v, x];
+        else continue;
+        top.sort((a, b) => b[1] - a[1]);
+      }
+      const next = ids[i + 1]!;
+      out.push({ id: next, logprob: lp(next), top: top.map(([v]) => [v, lp(v)]) });
+    }
+    return out;
+  }
+
+  /** Cancels a request by id (SGLang `/abort_request`), or all of them. */
+  abort(rid?: string): void {
+    if (rid === undefined) for (const c of this.controllers.values()) c.abort();
+    else this.controllers.get(rid)?.abort();
+  }
+
+  async flushCache(): Promise<void> {
+    await this.prefixes.flush();
+  }
+
+  /**
+   * Loads the weights of checkpoint `path` into the served model in place: waits until no request
+   * runs (new ones queue), copies every tensor, bumps the version, drops the prefix cache. A path
+   * without a checkpoint, or one of another shape, is refused and the old weights stay.
+   */
+  async reload(path: string, weightVersion?: string | null): Promise<void> {
+    await this.waitForReload();
+    let done!: () => void;
+    this.reloading = new Promise<void>((r) => {
+      done = r;
+    });
+    try {
+      if (this.running > 0) await new Promise<void>((r) => (this.idle = r));
+      this.idle = null;
+      let next: Model;
+      try {
+        next = await loadModel(path);
+      } catch (err) {
+        throw new EngineServerError(
+          'WEIGHTS_REFUSED',
+          `Failed to load model weights from ${path}: ${(err as Error).message}`,
+          { cause: err },
+        );
+      }
+      const target = this.model.parameters();
+      const source = new Map(next.parameters().map((p) => [p.name, p]));
+      for (const p of target) {
+        const q = source.get(p.name);
+        if (!q || q.data.length !== p.data.length)
+          throw new EngineServerError(
+            'WEIGHTS_REFUSED',
+            `Failed to load model weights from ${path}: tensor ${p.name} is ${q ? `[${q.shape.join(', ')}]` : 'missing'}, the served model has [${p.shape.join(', ')}]; the new checkpoint must have the served architecture`,
+          );
+      }
+      for (const p of target) p.data.set(source.get(p.name)!.data);
+      this.model.markWeightsChanged();
+      await this.prefixes.flush();
+      this.modelVersion += 1;
+      this.weightVersion = weightVersion ?? String(this.modelVersion);
+      this.modelPath = path;
+    } finally {
+      this.reloading = null;
+      done();
+    }
+  }
+
+  private async waitForReload(): Promise<void> {
+    while (this.reloading) {
+      this.waiting += 1;
+      try {
+        await this.reloading;
+      } finally {
+        this.waiting -= 1;
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.abort();
+    await this.engine.close();
+  }
+}

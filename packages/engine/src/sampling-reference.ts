@@ -1,0 +1,46 @@
+import type { SamplingParams } from '@agentrl/protocol';
+import { drawInIdOrder, type SampledToken, temperedProbs } from './sampling.js';
+
+/**
+ * The plain reference of sampleToken: the same distribution, computed by sorting the whole
+ * vocabulary. Kept beside the fast path for its test and benchmark, not for use.
+ */
+export function sampleTokenReference(
+  logits: Float32Array,
+  params: Pick<SamplingParams, 'temperature' | 'topK' | 'topP'>,
+  random: () => number,
+): SampledToken {
+  const V = logits.length;
+  const probs = new Float64Array(V);
+  const { sum, argmax, logprobOf } = temperedProbs(logits, params.temperature, probs);
+  if (params.temperature === 0) return { token: argmax, logprob: logprobOf(argmax) };
+  const topK = params.topK > 0 && params.topK < V ? params.topK : V;
+  if (topK === V && params.topP >= 1) {
+    const token = drawInIdOrder(probs, V, sum, argmax, random);
+    return { token, logprob: logprobOf(token) };
+  }
+  const order = Array.from({ length: V }, (_, i) => i).sort(
+    (a, b) => (probs[b] ?? 0) - (probs[a] ?? 0) || a - b,
+  );
+  let kept = Math.min(topK, V);
+  if (params.topP < 1) {
+    let mass = 0;
+    for (let i = 0; i < kept; i++) {
+      mass += (probs[order[i] ?? 0] ?? 0) / sum;
+      if (mass >= params.topP) {
+        kept = i + 1;
+        break;
+      }
+    }
+  }
+  let keptSum = 0;
+  for (let i = 0; i < kept; i++) keptSum += probs[order[i] ?? 0] ?? 0;
+  let r = random() * keptSum;
+  for (let i = 0; i < kept; i++) {
+    const t = order[i] ?? 0;
+    r -= probs[t] ?? 0;
+    if (r <= 0) return { token: t, logprob: logprobOf(t) };
+  }
+  const last = order[kept - 1] ?? argmax;
+  return { token: last, logprob: logprobOf(last) };
+}
