@@ -25,9 +25,21 @@ command -v nvcc >/dev/null || { say "gpu-check: no nvcc (CUDA toolkit) on PATH o
 gpu="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
 say "gpu-check $(date -u +%FT%TZ) on: $gpu; node $(node --version); $(nvcc --version | tail -1)"
 
-# cuBLASLt at run time (dlopen'ed by agentrl_cuda.so).
-for d in /usr/local/cuda/lib64 "$(python3 -c 'import nvidia.cublas, os; print(os.path.join(os.path.dirname(nvidia.cublas.__file__), "lib"))' 2>/dev/null)"; do
-  if [ -n "$d" ] && ls "$d"/libcublasLt.so* >/dev/null 2>&1; then export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"; say "cuBLASLt: $d"; break; fi
+# cuBLASLt at run time (dlopen'ed by agentrl_cuda.so): the toolkit's, else the one of python3's
+# nvidia-cublas wheel (nvidia/cublas/lib for CUDA 12 wheels, nvidia/cu13/lib for CUDA 13).
+wheel_lib="$(python3 - <<'PY' 2>/dev/null
+import glob, os, sys
+for base in sys.path:
+    for p in glob.glob(os.path.join(base, "nvidia", "**", "libcublasLt.so*"), recursive=True):
+        print(os.path.dirname(p)); raise SystemExit
+PY
+)"
+for d in /usr/local/cuda/lib64 "$wheel_lib"; do
+  if [ -n "$d" ] && ls "$d"/libcublasLt.so* >/dev/null 2>&1; then
+    export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+    say "cuBLASLt: $d"
+    break
+  fi
 done
 
 status=0
