@@ -42,6 +42,23 @@ export function startCli(
   return Object.assign(child, { result });
 }
 
+/** Starts `agentrl serve <args>` and resolves with its URL once it prints that it listens. */
+export async function startServer(
+  args: string[],
+): Promise<{ url: string; child: ReturnType<typeof startCli> }> {
+  const child = startCli(['serve', ...args]);
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`agentrl serve exited ${code}: ${out}`)));
+  });
+  return { url, child };
+}
+
 export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return startCli(args, env).result;
 }

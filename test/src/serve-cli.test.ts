@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCharTokenizer, createModel, saveModel } from '@agentrl/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startCli } from './cli.js';
+import { runCli, startServer } from './cli.js';
 
 const config = (vocab: number) => ({
   architectures: ['Qwen3ForCausalLM'],
@@ -30,8 +30,7 @@ afterAll(async () => {
 
 describe('agentrl serve --checkpoint DIR', () => {
   it("serves a tiny checkpoint (the trainer's char tokenizer) under the given model name", async () => {
-    const child = startCli([
-      'serve',
+    const { url, child } = await startServer([
       '--checkpoint',
       join(dir, 'tiny'),
       '--port',
@@ -40,15 +39,6 @@ describe('agentrl serve --checkpoint DIR', () => {
       'tiny',
     ]);
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout!.on('data', (d) => {
-          out += d;
-          const m = /on (http:\/\/\S+)/.exec(out);
-          if (m) resolve(m[1]!);
-        });
-        child.once('exit', (code) => reject(new Error(`exited ${code}`)));
-      });
       const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: Array<{ id: string }> };
       expect(models.data.map((m) => m.id)).toEqual(['tiny']);
     } finally {

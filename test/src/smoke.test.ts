@@ -1,5 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from 'agentrl';
@@ -162,6 +170,50 @@ describe('agentrl train --preset smoke', () => {
     },
   );
 
+  // A longer SFT, so a kill lands inside it; --stop-after 0 ends the run at the SFT checkpoint.
+  const sftRun = ['--sft.steps', '24', '--stop-after', '0'];
+
+  it.skipIf(childError !== null)(
+    'after kill -9 during SFT, --resume continues SFT from its newest checkpoint, or restarts it when there is none',
+    async () => {
+      const ref = await cli([...common, '--name', 'sft-ref', ...sftRun, '--sft.checkpointEvery', '4']);
+      expect(ref.code, ref.stderr).toBe(0);
+      const want = readJsonl(join(runs, 'sft-ref', 'metrics.jsonl')).map(stripTiming);
+      expect(want.filter((m) => m.phase === 'sft')).toHaveLength(24);
+      for (const [name, every, landed] of [
+        ['sft-ckpt', '4', /resuming .* in SFT after step \d+ \(.*sft-0000\d\d\)/],
+        ['sft-none', '0', /no checkpoint yet .*restarting SFT/],
+      ] as const) {
+        const dir = join(runs, name);
+        const child = startCli([...common, '--name', name, ...sftRun, '--sft.checkpointEvery', every]);
+        const latest = join(dir, 'checkpoints', 'latest');
+        await waitFor(
+          () =>
+            every === '0'
+              ? readJsonl(join(dir, 'metrics.jsonl')).some((m) => m.phase === 'sft')
+              : existsSync(latest) && readFileSync(latest, 'utf8').startsWith('sft-'),
+          150_000,
+          `${name}: SFT under way`,
+        );
+        child.kill('SIGKILL');
+        expect((await child.result).signal).toBe('SIGKILL');
+        const before = readJsonl(join(dir, 'metrics.jsonl'));
+        // The kill landed in SFT: it had not finished, and the post-SFT evaluation was never written.
+        expect(before.filter((m) => m.phase === 'sft').length, name).toBeLessThan(24);
+        expect(
+          before.some((m) => m.phase === 'eval'),
+          name,
+        ).toBe(false);
+        const resumed = await runCli(['train', '--resume', dir, '--no-progress', '--stop-after', '0']);
+        expect(resumed.code, resumed.stderr).toBe(0);
+        expect(resumed.stderr).toMatch(landed);
+        expect(readJsonl(join(dir, 'metrics.jsonl')).map(stripTiming), name).toEqual(want);
+        // SFT checkpoints are resume points of SFT only: the end-of-SFT checkpoint replaces them.
+        expect(readdirSync(join(dir, 'checkpoints')).sort()).toEqual(['latest', 'step-000000']);
+      }
+    },
+  );
+
   it('stops with a message that says what to fix', async () => {
     const bad = await cli([...common, '--name', 'bad', '--rl.n', '0', '--rl.clipHigh', '-1']);
     expect(bad.code).toBe(2);
@@ -176,5 +228,16 @@ describe('agentrl train --preset smoke', () => {
     const again = await cli([...common, '--name', 'full']);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/already holds a run.*--resume/);
+    // The trainer never deletes what it did not write: no escape from runsDir, no foreign folder.
+    const inner = join(runs, 'inner');
+    mkdirSync(inner);
+    writeFileSync(join(inner, 'keep.txt'), 'k');
+    const dots = await cli(['train', '--runsDir', inner, '--name', '..', '--overwrite', '--no-progress']);
+    expect(dots.code).toBe(2);
+    expect(dots.stderr).toMatch(/name: use letters.*no "\."/);
+    const foreign = await cli([...common, '--name', 'inner', '--overwrite']);
+    expect(foreign.code).toBe(1);
+    expect(foreign.stderr).toMatch(/inner is not empty and is not a run directory/);
+    expect(readFileSync(join(inner, 'keep.txt'), 'utf8')).toBe('k');
   });
 });

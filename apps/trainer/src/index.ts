@@ -4,7 +4,8 @@ export { type ConfigSources, parseConfig, resolveConfig } from './config/load.js
 export { listConfigOptions } from './config/options.js';
 export { DEFAULT_PRESET, PRESET_NAMES, PRESETS, type PresetName } from './config/presets.js';
 export { type RlStage, type TrainConfig, type TrainConfigInput, TrainConfigSchema } from './config/schema.js';
-export { type LoadedDataset, loadDatasetFiles, rowToProblem } from './data/dataset.js';
+export { type LoadedDataset, loadDatasetFiles } from './data/dataset.js';
+export { normalizePrompt, rowToProblem, stripDapoInstruction } from './data/rows.js';
 export { TRAINER_ERROR_CODES, TrainerError, type TrainerErrorCode } from './errors.js';
 export { type EvalOptions, type EvalResult, evaluate } from './eval/evaluate.js';
 export { hashSeed, Rng } from './rng.js';

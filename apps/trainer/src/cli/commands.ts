@@ -17,8 +17,9 @@ export const TRAIN_FLAGS: CommandFlag[] = [
   },
   {
     name: 'engine',
-    value: 'url',
-    description: 'vLLM/SGLang server for rollouts (shorthand of --engine.url)',
+    value: 'url[,url...]',
+    description:
+      'vLLM/SGLang servers for rollouts, weights synced after every update (shorthand of --engine.url; see engine.*)',
     sets: { path: 'engine.url' },
   },
   {

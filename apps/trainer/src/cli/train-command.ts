@@ -6,6 +6,8 @@ import { createProgress } from '../run/progress.js';
 import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
 import { createEnvironment } from '../train/create-environment.js';
+import { loadSftSource } from '../train/sft-source.js';
+import { checkTokenBudget } from '../train/token-budget.js';
 import { prepareResume, train } from '../train/trainer.js';
 import { parseArgs } from './args.js';
 import { TRAIN_FLAGS } from './commands.js';
@@ -38,6 +40,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
   let run: RunDir;
   let cfg: TrainConfig;
   let resume: ReturnType<typeof prepareResume> = null;
+  let restart = false;
   if (resumeDir) {
     run = new RunDir(resumeDir);
     // The run's own config is the truth; flags may only change how it is shown, not what it computes.
@@ -51,6 +54,8 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     }
     cfg = parseConfig(deepMerge(saved, args.overrides), `${run.configPath}`);
     resume = prepareResume(run);
+    // Killed during SFT before its first checkpoint: nothing to continue from, so SFT starts over.
+    restart = resume === null;
   } else {
     cfg = resolveConfig({
       preset: args.flags.preset as string | undefined,
@@ -58,6 +63,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
       overrides: args.overrides,
     });
     run = RunDir.forConfig(cfg);
+    run.assertCreatable({ overwrite: Boolean(args.flags.overwrite) });
   }
   if (args.flags['print-config']) {
     process.stdout.write(`${JSON.stringify(cfg, null, 2)}\n`);
@@ -68,13 +74,23 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
   const env = await createEnvironment(cfg, {
     initDir: resume?.checkpointDir ?? cfg.model.init,
     resumePhase: resume ? (resume.state.rlStep > 0 ? 'rl' : 'sft') : undefined,
+    runRoot: run.root,
+    log: (l) => progress.log(l),
   });
   try {
-    if (!resume) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
+    checkTokenBudget(cfg, [...split.train, ...split.heldOut], env.tokenizer, env.chatFormat);
+    const sftDemos = resume?.state.sftDone
+      ? null
+      : await loadSftSource(cfg, split.train, (l) => progress.log(l));
+    if (!resumeDir) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
     progress.log(
       resume
-        ? `resuming ${run.root} at RL step ${resume.state.rlStep} (${resume.checkpointDir})`
-        : `run ${run.root}: ${split.train.length} training / ${split.heldOut.length} held-out problems`,
+        ? resume.state.sftDone
+          ? `resuming ${run.root} at RL step ${resume.state.rlStep} (${resume.checkpointDir})`
+          : `resuming ${run.root} in SFT after step ${resume.state.sftStep} (${resume.checkpointDir})`
+        : restart
+          ? `resuming ${run.root}: no checkpoint yet (stopped during SFT before its first one), restarting SFT`
+          : `run ${run.root}: ${split.train.length} training / ${split.heldOut.length} held-out problems`,
     );
     const result = await train({
       cfg,
@@ -84,6 +100,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
       progress,
       resumeState: resume?.state ?? null,
       stopAfter,
+      sftDemos,
     });
     const acc = result.finalEval
       ? `held-out avg@${cfg.eval.k} ${(result.finalEval.accuracy * 100).toFixed(1)}%`

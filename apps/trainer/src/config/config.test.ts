@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseArgs } from '../cli/args.js';
 import { TRAIN_FLAGS } from '../cli/commands.js';
@@ -97,5 +98,16 @@ describe('config', () => {
       expect(o.description.length).toBeGreaterThan(5);
     }
     for (const f of TRAIN_FLAGS) expect(help).toContain(`--${f.name}`);
+  });
+
+  it('parses the example config of the README', () => {
+    const file = join(dirname(fileURLToPath(import.meta.url)), '../../examples/qwen3-math.yaml');
+    const cfg = resolveConfig({ file });
+    expect(cfg.model.chatTemplateKwargs).toEqual({ enable_thinking: false });
+    expect(cfg.task).toMatchObject({ kind: 'files', reward: 'rstar' });
+    expect(cfg.engine).toMatchObject({ kind: 'sglang', model: 'qwen3-0.6b' });
+    expect(cfg.rl.microBatchTokens).toBeGreaterThan(
+      Math.max(...cfg.rl.stages.map((s) => s.maxResponseTokens)),
+    );
   });
 });

@@ -16,6 +16,19 @@ export const ModelConfigSchema = z
       .nullable()
       .default(null)
       .describe('checkpoint directory to start from (HF safetensors + config.json); null = random init'),
+    tokenizer: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe(
+        "Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json with its chat_template); null = the init checkpoint's own, or the byte tokenizer when init is null",
+      ),
+    chatTemplateKwargs: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe(
+        'extra chat-template variables, as transformers\' apply_chat_template kwargs (e.g. {"enable_thinking": false} for Qwen3)',
+      ),
     hiddenSize: pos().default(64).describe('width of the residual stream'),
     numLayers: pos().default(2).describe('transformer blocks'),
     numHeads: pos().default(2).describe('attention heads'),
@@ -25,7 +38,9 @@ export const ModelConfigSchema = z
     ropeTheta: z.number().positive().default(10000).describe('RoPE base'),
     tieEmbeddings: z.boolean().default(true).describe('share the token embedding and lm_head'),
   })
-  .describe('the policy model (a tiny Qwen-style decoder with a char tokenizer unless init is set)');
+  .describe(
+    'the policy model (a tiny Qwen-style decoder with the byte tokenizer unless init or tokenizer is set)',
+  );
 
 export const TaskConfigSchema = z
   .strictObject({
@@ -45,10 +60,10 @@ export const TaskConfigSchema = z
       .describe('jsonl/parquet training rows: {prompt, reward_model.ground_truth} or {question, answer}'),
     evalFiles: z.array(z.string()).default([]).describe('jsonl/parquet held-out rows, same layouts'),
     reward: z
-      .enum(['auto', 'boxed-integer', 'boxed', 'any'])
+      .enum(['auto', 'boxed-integer', 'boxed', 'any', 'rstar'])
       .default('auto')
       .describe(
-        'what earns reward 1: the last \\boxed{} verified against the gold (boxed), and an integer literal (boxed-integer), or math-verify on the whole response (any); auto = boxed-integer for multiply, boxed for files',
+        'what earns reward 1: the last \\boxed{} verified against the gold (boxed), and an integer literal (boxed-integer), math-verify on the whole response (any), or rStar2-Agent\'s DAPO/AIME reward: the answer after the last "Answer:" or in the last \\boxed{}, else math-verify on the whole response (rstar); auto = boxed-integer for multiply, boxed for files',
       ),
     systemPrompt: z
       .string()
@@ -61,9 +76,23 @@ export const TaskConfigSchema = z
 export const SftConfigSchema = z
   .strictObject({
     enabled: z.boolean().default(true).describe('run the non-reasoning SFT cold start'),
-    examples: pos().default(2000).describe('demonstrations generated from the training split'),
+    files: z
+      .array(z.string())
+      .default([])
+      .describe(
+        'jsonl/parquet SFT transcripts in the messages format ({"messages": [system?, user, assistant, tool, assistant, ...]}, tool_calls allowed); empty = demonstrations generated for multiplication problems',
+      ),
+    examples: pos()
+      .default(2000)
+      .describe('demonstrations generated from the training split (sft.files are used whole)'),
     steps: int().nonnegative().default(1000).describe('optimizer steps of SFT'),
     batchSize: pos().default(16).describe('demonstrations per SFT step'),
+    checkpointEvery: int()
+      .nonnegative()
+      .default(200)
+      .describe(
+        'write a checkpoint every k SFT steps (0 = only at the end of SFT); --resume after a kill during SFT continues from the newest one (only the newest SFT checkpoint is kept)',
+      ),
     lr: z.number().positive().default(3e-3).describe('SFT peak learning rate'),
     warmupSteps: int().nonnegative().default(20).describe('SFT linear warm-up steps'),
     beta2: z
@@ -196,8 +225,35 @@ export const EngineConfigSchema = z
       .string()
       .nullable()
       .default(null)
-      .describe('null = native in-process engine; otherwise a vLLM/SGLang server base URL for rollouts'),
+      .describe(
+        'null = native in-process engine; otherwise vLLM/SGLang server base URLs for rollouts, comma-separated (URL[,URL...])',
+      ),
     kind: z.enum(['vllm', 'sglang']).default('vllm').describe('server kind when engine.url is set'),
+    model: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe(
+        'served model name (--served-model-name); null = the one model the server lists at /v1/models',
+      ),
+    weightsDir: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe(
+        'directory the trainer writes updated weights to for the servers to load after every update (vLLM: the directory the server was launched on; SGLang: any path it can read); null = <run>/engine-weights (SGLang only)',
+      ),
+    retries: pos()
+      .default(5)
+      .describe('tries of a request or weight sync a server did not accept, with capped backoff'),
+    maxFailedFraction: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.5)
+      .describe(
+        "stop the run when more than this share of a step's trajectories failed in the engine (after retries)",
+      ),
     batchInvariant: z
       .boolean()
       .default(true)
@@ -211,7 +267,11 @@ export const TrainConfigSchema = z
   .strictObject({
     name: z
       .string()
-      .regex(/^[A-Za-z0-9._-]+$/, 'use letters, digits, dot, dash, underscore')
+      .max(128, 'at most 128 characters')
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+        'use letters, digits, dot, dash and underscore, starting with a letter or digit (no ".", "..", "/" or "\\": the name is one folder under runsDir)',
+      )
       .default('tiny')
       .describe('run name: outputs go to <runsDir>/<name>/'),
     runsDir: z.string().default('runs').describe('folder that holds run directories'),

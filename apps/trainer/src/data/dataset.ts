@@ -3,26 +3,47 @@ import { extname } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { TrainerError } from '../errors.js';
 import type { Problem } from '../task/problem.js';
+import { normalizePrompt, rowToProblem } from './rows.js';
 
 /** Problems read from files, and how many rows were skipped (and why) instead of stopping the run. */
 export interface LoadedDataset {
   problems: Problem[];
   skipped: { row: number; file: string; reason: string }[];
+  /** Rows dropped because an earlier row had the same normalised prompt. */
+  duplicates: number;
+  /** Of those, rows whose answer differed from the kept row's (the first row's answer is kept). */
+  conflicts: number;
 }
 
 /**
- * Reads dataset files in the reference's layouts: verl-style rows (`prompt` as a chat list or a
- * string, answer in `reward_model.ground_truth`), or plain `question`/`answer` (also `problem`/
- * `solution`-free `answer`). jsonl or parquet. A row without a usable answer is skipped and counted.
+ * Reads dataset files (jsonl or parquet) in the reference's layouts (see `rowToProblem`). A row
+ * without a usable prompt or answer is skipped and counted; a row whose normalised prompt repeats
+ * an earlier one is dropped and counted; ids are made unique per load.
  */
 export async function loadDatasetFiles(files: readonly string[]): Promise<LoadedDataset> {
-  const out: LoadedDataset = { problems: [], skipped: [] };
+  const out: LoadedDataset = { problems: [], skipped: [], duplicates: 0, conflicts: 0 };
+  const byPrompt = new Map<string, Problem>();
+  const ids = new Set<string>();
   for (const file of files) {
     const rows = await readRows(file);
     rows.forEach((row, i) => {
       const parsed = rowToProblem(row, `${file}#${i}`);
-      if (typeof parsed === 'string') out.skipped.push({ row: i, file, reason: parsed });
-      else out.problems.push(parsed);
+      if (typeof parsed === 'string') {
+        out.skipped.push({ row: i, file, reason: parsed });
+        return;
+      }
+      const key = normalizePrompt(parsed.question);
+      const first = byPrompt.get(key);
+      if (first) {
+        out.duplicates++;
+        if (first.answer !== parsed.answer) out.conflicts++;
+        return;
+      }
+      const id = ids.has(parsed.id) ? `${file}#${i}` : parsed.id;
+      ids.add(id);
+      const problem = { ...parsed, id };
+      byPrompt.set(key, problem);
+      out.problems.push(problem);
     });
   }
   if (out.problems.length === 0) {
@@ -37,7 +58,8 @@ export async function loadDatasetFiles(files: readonly string[]): Promise<Loaded
   return out;
 }
 
-async function readRows(file: string): Promise<unknown[]> {
+/** The rows of one jsonl or parquet file; a jsonl line that is not JSON becomes `{__invalid}`. */
+export async function readRows(file: string): Promise<unknown[]> {
   let buf: Buffer;
   try {
     buf = readFileSync(file);
@@ -69,30 +91,4 @@ async function readRows(file: string): Promise<unknown[]> {
       }
     });
   return rows;
-}
-
-/** One row → a problem, or the reason it was skipped. */
-export function rowToProblem(row: unknown, id: string): Problem | string {
-  if (typeof row !== 'object' || row === null) return 'not an object';
-  const r = row as Record<string, unknown>;
-  if (typeof r.__invalid === 'string') return r.__invalid;
-  const question = promptText(r.prompt ?? r.question ?? r.problem);
-  if (!question) return 'no prompt or question';
-  const rm = r.reward_model as Record<string, unknown> | undefined;
-  const gold = rm?.ground_truth ?? r.answer ?? r.ground_truth;
-  const answer = Array.isArray(gold) ? gold.map(String).join(', ') : gold == null ? '' : String(gold);
-  if (answer.trim() === '') return 'no answer (reward_model.ground_truth or answer)';
-  const rowId = typeof r.id === 'string' || typeof r.id === 'number' ? String(r.id) : id;
-  return { id: rowId, question, answer };
-}
-
-/** The user text of a prompt given as a string or as a chat list (the last user message). */
-function promptText(p: unknown): string | null {
-  if (typeof p === 'string') return p.trim() || null;
-  if (Array.isArray(p)) {
-    const users = p.filter((m) => m && typeof m === 'object' && (m as { role?: unknown }).role === 'user');
-    const last = users[users.length - 1] as { content?: unknown } | undefined;
-    return typeof last?.content === 'string' && last.content.trim() ? last.content : null;
-  }
-  return null;
 }

@@ -1,10 +1,36 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
+import { replaceDir } from './replace-dir.js';
+
+/** The file that says "agentrl train made this directory"; nothing without it is ever deleted. */
+export const RUN_MARKER = '.agentrl-run';
+const MARKER_FORMAT = 'agentrl-run';
+const MARKER_VERSION = 1;
+
+/** Everything a run directory holds that the trainer wrote; `--overwrite` removes these and only these. */
+const RUN_ENTRIES = [
+  'config.json',
+  'metrics.jsonl',
+  'sft-data.jsonl',
+  'checkpoints',
+  'report.html',
+  RUN_MARKER,
+] as const;
 
 /**
  * The layout of `runs/<name>/`:
+ *   .agentrl-run         marker {format, version}: the directory holds a run (written first)
  *   config.json          the resolved config (what `--resume` reloads)
  *   metrics.jsonl        one line per SFT step, RL step and evaluation
  *   sft-data.jsonl       the cold-start demonstrations, for inspection
@@ -24,6 +50,9 @@ export class RunDir {
     return new RunDir(join(cfg.runsDir, cfg.name));
   }
 
+  get markerPath() {
+    return join(this.root, RUN_MARKER);
+  }
   get configPath() {
     return join(this.root, 'config.json');
   }
@@ -43,17 +72,74 @@ export class RunDir {
     return join(this.checkpointsDir, tag);
   }
 
-  /** Creates a fresh run directory; refuses to overwrite a run that already has metrics. */
-  create(cfg: TrainConfig, opts: { overwrite: boolean }): void {
-    if (existsSync(this.metricsPath) && !opts.overwrite) {
-      throw new TrainerError(
-        'RUN_DIR',
-        `run: ${this.root} already holds a run; continue it with --resume ${this.root}, pick another --name, or pass --overwrite`,
-      );
+  /** Whether the directory carries a marker this trainer version wrote. */
+  holdsRun(): boolean {
+    try {
+      const m = JSON.parse(readFileSync(this.markerPath, 'utf8')) as { format?: unknown; version?: unknown };
+      return m.format === MARKER_FORMAT && m.version === MARKER_VERSION;
+    } catch {
+      return false;
     }
-    rmSync(this.root, { recursive: true, force: true });
+  }
+
+  /**
+   * Creates a fresh run directory. A missing or empty directory is used as is; a run directory (the
+   * marker) is replaced only with `overwrite`, and then only the entries a run holds are removed;
+   * any other non-empty directory is refused, with or without `overwrite`.
+   */
+  create(cfg: TrainConfig, opts: { overwrite: boolean }): void {
+    if (this.assertCreatable(opts)) {
+      for (const e of RUN_ENTRIES) rmSync(join(this.root, e), { recursive: true, force: true });
+    }
+    mkdirSync(this.root, { recursive: true });
+    // The marker goes first: a kill at any later point leaves a directory a rerun may replace.
+    writeFileSync(
+      this.markerPath,
+      `${JSON.stringify({ format: MARKER_FORMAT, version: MARKER_VERSION, name: cfg.name })}\n`,
+    );
     mkdirSync(this.checkpointsDir, { recursive: true });
     writeFileSync(this.configPath, `${JSON.stringify(cfg, null, 2)}\n`);
+  }
+
+  /**
+   * Throws unless `create` may proceed; true when it would replace an existing run. Called before
+   * anything heavy starts, so a refused directory costs nothing.
+   */
+  assertCreatable(opts: { overwrite: boolean }): boolean {
+    const entries = this.existingEntries();
+    if (entries && entries.length > 0) {
+      if (!this.holdsRun()) {
+        throw new TrainerError(
+          'RUN_DIR',
+          `run: ${this.root} is not empty and is not a run directory (no ${RUN_MARKER} marker), so agentrl will not write into or delete it, --overwrite or not; pick another --name or --runsDir, or move its files away yourself`,
+        );
+      }
+      if (!opts.overwrite) {
+        throw new TrainerError(
+          'RUN_DIR',
+          `run: ${this.root} already holds a run; continue it with --resume ${this.root}, pick another --name, or pass --overwrite to replace it`,
+        );
+      }
+      return true;
+    }
+    return false;
+  }
+
+  /** The directory's entries, null when it does not exist; a path that is not a directory is refused. */
+  private existingEntries(): string[] | null {
+    let isDir: boolean;
+    try {
+      isDir = lstatSync(this.root).isDirectory();
+    } catch {
+      return null;
+    }
+    if (!isDir) {
+      throw new TrainerError(
+        'RUN_DIR',
+        `run: ${this.root} exists and is not a directory; pick another --name or --runsDir`,
+      );
+    }
+    return readdirSync(this.root);
   }
 
   readConfig(): unknown {
@@ -81,13 +167,7 @@ export class RunDir {
    * rename. A kill -9 at any point leaves the previous checkpoint intact and `latest` valid.
    */
   async writeCheckpoint(tag: string, write: (dir: string) => Promise<void>): Promise<void> {
-    const final = this.checkpointDir(tag);
-    const tmp = `${final}.tmp`;
-    rmSync(tmp, { recursive: true, force: true });
-    mkdirSync(tmp, { recursive: true });
-    await write(tmp);
-    rmSync(final, { recursive: true, force: true });
-    renameSync(tmp, final);
+    await replaceDir(this.checkpointDir(tag), write);
     const pointer = join(this.checkpointsDir, 'latest');
     writeFileSync(`${pointer}.tmp`, `${tag}\n`);
     renameSync(`${pointer}.tmp`, pointer);

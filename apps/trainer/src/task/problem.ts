@@ -3,6 +3,8 @@ export interface Problem {
   id: string;
   question: string;
   answer: string;
+  /** The row's `data_source` (verl layout), when it has one. */
+  dataSource?: string;
 }
 
 /** Training and held-out problems; disjoint by construction. */

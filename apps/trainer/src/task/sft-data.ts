@@ -9,7 +9,8 @@ export type DemoKind = 'tool' | 'noTool' | 'toolErrorFixed';
 
 export interface SftDemo {
   problemId: string;
-  kind: DemoKind;
+  /** A generated kind, or `transcript` for a row of `sft.files`. */
+  kind: DemoKind | 'transcript';
   /** system, user, then alternating assistant / tool-response turns; loss on assistant turns only. */
   messages: ChatMessage[];
   /** For `noTool`: the answer text inside the final \\boxed{}, which a tiny model cannot learn to produce. */
@@ -35,7 +36,8 @@ const BROKEN_CALLS = [
 ];
 
 /**
- * Builds the non-reasoning SFT set: format only (tool-call JSON, reading the tool response, a boxed
+ * Builds the non-reasoning SFT set for the multiplication task (other problems are left out; an
+ * empty list when there are none: real data brings its transcripts in `sft.files`): format only (tool-call JSON, reading the tool response, a boxed
  * final answer). Mixed quality on purpose: `noTool` answers the product directly, which a tiny model
  * cannot learn to do, so the SFT policy is right only when it happens to pick the tool, and RL has
  * room to make the tool the habit; `toolErrorFixed` shows a failing call corrected in a later turn,
@@ -57,13 +59,17 @@ export async function buildSftDemos(problems: readonly Problem[], opts: SftDataO
     .sort((a, b) => b[0] - a[0]);
   for (let r = 0; counts.reduce((a, b) => a + b, 0) < opts.examples; r++) counts[byRemainder[r]![1]]!++;
   const kinds = rng.shuffle(shares.flatMap(([kind], i) => Array<DemoKind>(counts[i]!).fill(kind)));
+  // Only multiplication problems get demonstrations: for any other problem the generator has no
+  // tool call to show, and a bare `\boxed{answer}` would teach nothing but the format.
+  const usable = problems.filter((p) => parseFactors(p.question) !== null);
+  if (usable.length === 0) return [];
   const demos: SftDemo[] = [];
   for (let i = 0; i < opts.examples; i++) {
-    const problem = problems[i % problems.length]!;
-    const factors = parseFactors(problem.question);
-    const kind: DemoKind = factors ? kinds[i]! : 'noTool';
+    const problem = usable[i % usable.length]!;
+    const factors = parseFactors(problem.question)!;
+    const kind = kinds[i]!;
     const messages = buildPrompt(problem, opts.systemPrompt);
-    if (kind === 'noTool' || !factors) {
+    if (kind === 'noTool') {
       messages.push({ role: 'assistant', content: `\\boxed{${problem.answer}}` });
     } else {
       const [a, b] = factors;

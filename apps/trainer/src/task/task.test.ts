@@ -70,7 +70,7 @@ describe('SFT cold-start demonstrations', () => {
       expect(last.role).toBe('assistant');
       expect(last.content).toBe(`\\boxed{${problem.answer}}`);
       const calls = d.messages.filter((m) => m.role === 'assistant' && m.content.startsWith('<tool_call>'));
-      expect(calls).toHaveLength({ tool: 1, noTool: 0, toolErrorFixed: 2 }[d.kind]);
+      expect(calls).toHaveLength({ tool: 1, noTool: 0, toolErrorFixed: 2, transcript: -1 }[d.kind]);
       for (const c of calls) {
         const json = JSON.parse(c.content.slice('<tool_call>'.length, -'</tool_call>'.length));
         expect(json.name).toBe('python');

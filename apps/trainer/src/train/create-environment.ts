@@ -1,11 +1,17 @@
-import { createCharTokenizer, createGenerator, setEngineThreads } from '@agentrl/engine';
+import { join } from 'node:path';
+import { createGenerator, setEngineThreads } from '@agentrl/engine';
 import { createExecutor, type Executor } from '@agentrl/executor';
 import { verify as mathVerify } from '@agentrl/math-verify';
 import {
+  CHATML_TEMPLATE,
+  type ChatFormat,
+  createChatFormat,
+  createChatFormatForTokenizer,
   createNativeAdapter,
-  createSglangAdapter,
-  createVllmAdapter,
+  createPythonTool,
+  createToolRegistry,
   type EngineAdapter,
+  type ToolRegistry,
 } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
@@ -14,7 +20,10 @@ import { NativeTrainer } from './native-policy.js';
 import { createTrainerLogprobScorer } from './on-policy.js';
 import { probeTcp } from './probe.js';
 import { checkPython } from './python-check.js';
+import { connectRemoteEngines, syncRemoteWeights, weightsDirFor } from './remote-engines.js';
 import type { Verify } from './reward.js';
+import { PYTHON_TOOL_NAME } from './rollout-factory.js';
+import { loadRunTokenizer, type RunTokenizer } from './tokenizer-source.js';
 
 export interface EnvironmentOptions {
   /** Checkpoint to load the policy from (null = fresh seeded init). */
@@ -23,6 +32,10 @@ export interface EnvironmentOptions {
   resumePhase?: 'sft' | 'rl' | undefined;
   /** false for eval: no optimizer, and an engine URL alone is enough. */
   trainable?: boolean;
+  /** The run directory (the default place of weight syncs to SGLang servers). */
+  runRoot?: string | undefined;
+  /** Where start-up lines go (engine checks). */
+  log?: ((line: string) => void) | undefined;
 }
 
 /**
@@ -34,24 +47,28 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
   const executor = await openExecutor(cfg);
   try {
     if (cfg.threads > 0) setEngineThreads(cfg.threads);
-    const tokenizer = createCharTokenizer();
+    const runTokenizer = await loadRunTokenizer(cfg, opts.initDir);
+    const tokenizer = runTokenizer.tokenizer;
     const trainable = opts.trainable ?? true;
     let policy: NativeTrainer | null = null;
     const engines: EngineAdapter[] = [];
     if (trainable || !cfg.engine.url) {
       policy = await NativeTrainer.create(cfg, {
         initDir: opts.initDir,
-        vocabSize: tokenizer.vocabSize,
-        eosTokenId: tokenizer.eosTokenId,
+        tokenizer: runTokenizer,
         ...(opts.resumePhase ? { resumePhase: opts.resumePhase } : {}),
       });
     }
-    if (cfg.engine.url) {
-      engines.push(
-        cfg.engine.kind === 'sglang'
-          ? createSglangAdapter({ baseUrl: cfg.engine.url })
-          : createVllmAdapter({ baseUrl: cfg.engine.url, model: 'default' }),
-      );
+    const tools = createToolRegistry([
+      createPythonTool(executor, { name: PYTHON_TOOL_NAME, timeoutMs: cfg.executor.timeoutMs }),
+    ]);
+    const chatFormat = chatFormatFor(cfg, runTokenizer, tools);
+    const remote = cfg.engine.url ? await connectRemoteEngines(cfg, tokenizer, opts.log) : [];
+    // A trainable run writes the policy for the servers after every update: check where first.
+    const weightsDir = remote.length && trainable ? weightsDirFor(cfg, opts.runRoot ?? null) : null;
+    let synced: number | null = null;
+    if (remote.length) {
+      engines.push(...remote);
     } else {
       const generator = createGenerator(policy!.model, {
         decode: (ids) => tokenizer.decode(ids),
@@ -69,10 +86,18 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
       policy: trainable ? policy : null,
       engines,
       tokenizer,
+      tokenizerDir: runTokenizer.dir,
+      chatFormat,
+      tools,
       executor,
       verify,
-      async syncWeights() {
-        // In-process engines share the weights; servers get them from disk (not needed by default).
+      remote: remote.length > 0,
+      async syncWeights(version: number) {
+        // In-process engines share the policy's weights: nothing to send.
+        if (!policy || weightsDir === null || synced === version) return;
+        const p = policy;
+        await syncRemoteWeights(remote, cfg, weightsDir, version, (d) => p.saveWeights(d));
+        synced = version;
       },
       async close() {
         await Promise.allSettled(engines.map((e) => e.close()));
@@ -82,6 +107,28 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
   } catch (err) {
     await executor.close();
     throw err;
+  }
+}
+
+/**
+ * The chat layout of the run. The byte tokenizer gets ChatML with no tool list (the task's short
+ * system message describes the tool: a char-level model pays for every character of a prompt in
+ * every rollout). An HF tokenizer gets its own chat template, rendered as transformers'
+ * `apply_chat_template(messages, tools=[python], add_generation_prompt=True, **chatTemplateKwargs)`.
+ */
+function chatFormatFor(cfg: TrainConfig, t: RunTokenizer, tools: ToolRegistry): ChatFormat {
+  if (t.dir === null) return createChatFormat({ template: CHATML_TEMPLATE });
+  try {
+    return createChatFormatForTokenizer(t.tokenizer, {
+      tools: tools.schemas(),
+      templateKwargs: cfg.model.chatTemplateKwargs,
+    });
+  } catch (cause) {
+    throw new TrainerError(
+      'CHECKPOINT',
+      `tokenizer: ${join(t.dir, 'tokenizer_config.json')}: ${(cause as Error).message}`,
+      { cause },
+    );
   }
 }
 

@@ -1,4 +1,10 @@
-import type { CodeExecutor, EngineAdapter, RolloutTokenizer } from '@agentrl/rollout';
+import type {
+  ChatFormat,
+  CodeExecutor,
+  EngineAdapter,
+  RolloutTokenizer,
+  ToolRegistry,
+} from '@agentrl/rollout';
 import type { TrainablePolicy } from './policy.js';
 import type { Verify } from './reward.js';
 
@@ -10,9 +16,20 @@ export interface Environment {
   policy: TrainablePolicy | null;
   engines: EngineAdapter[];
   tokenizer: RolloutTokenizer;
+  /** Where an HF tokenizer's files are (copied into checkpoints); null for the byte tokenizer. */
+  tokenizerDir: string | null;
+  /** How prompts and turns are laid out for that tokenizer (SFT, rollouts and eval share it). */
+  chatFormat: ChatFormat;
   executor: CodeExecutor;
+  /** The tool registry (the python tool on `executor`); its schemas are in the chat template. */
+  tools: ToolRegistry;
   verify: Verify;
-  /** Pushes the policy's new weights to engines that do not share them in-process. */
-  syncWeights(): Promise<void>;
+  /** True when rollouts run on vLLM/SGLang servers. */
+  remote: boolean;
+  /**
+   * Pushes the policy's weights, as policy `version` (RL updates so far), to engines that do not
+   * share them in-process; a no-op for the native engine and for a version already sent.
+   */
+  syncWeights(version: number): Promise<void>;
   close(): Promise<void>;
 }

@@ -14,10 +14,10 @@ import {
 import type { MicroBatch } from '@agentrl/grpo';
 import { fusedLinearPolicyLoss } from '@agentrl/kernels';
 import type { TrainConfig } from '../config/schema.js';
-import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
 import { maxAbsDiffMasked } from './on-policy.js';
 import type { MaskedSequence, PolicyLossOptions, PolicyStepMetrics, TrainablePolicy } from './policy.js';
+import { assertTokenizerFits, copyTokenizerFiles, type RunTokenizer } from './tokenizer-source.js';
 
 const OPTIMIZER_FILE = 'optimizer.safetensors';
 
@@ -53,6 +53,7 @@ export class NativeTrainer implements TrainablePolicy {
   private constructor(
     readonly model: Model,
     private readonly cfg: TrainConfig,
+    private readonly tokenizerDir: string | null,
   ) {
     this.optimizer = this.makeOptimizer('sft');
   }
@@ -63,18 +64,14 @@ export class NativeTrainer implements TrainablePolicy {
    */
   static async create(
     cfg: TrainConfig,
-    opts: { initDir: string | null; vocabSize: number; eosTokenId: number; resumePhase?: 'sft' | 'rl' },
+    opts: { initDir: string | null; tokenizer: RunTokenizer; resumePhase?: 'sft' | 'rl' },
   ): Promise<NativeTrainer> {
+    const tok = opts.tokenizer.tokenizer;
     const model = opts.initDir
       ? await loadModel(opts.initDir)
-      : createModel(hfConfigFor(cfg, opts.vocabSize, opts.eosTokenId), { seed: hashSeed(cfg.seed, 'init') });
-    if (model.config.vocab_size < opts.vocabSize) {
-      throw new TrainerError(
-        'CHECKPOINT',
-        `checkpoint: ${opts.initDir} has vocab_size ${model.config.vocab_size}, the tokenizer needs ${opts.vocabSize}`,
-      );
-    }
-    const t = new NativeTrainer(model, cfg);
+      : createModel(hfConfigFor(cfg, tok.vocabSize, tok.eosTokenId), { seed: hashSeed(cfg.seed, 'init') });
+    assertTokenizerFits(opts.tokenizer, model.config.vocab_size, opts.initDir);
+    const t = new NativeTrainer(model, cfg, opts.tokenizer.dir);
     if (opts.resumePhase && opts.initDir && existsSync(join(opts.initDir, OPTIMIZER_FILE))) {
       if (opts.resumePhase === 'rl') t.startRl();
       await loadOptimizerState(t.optimizer, opts.initDir);
@@ -185,9 +182,17 @@ export class NativeTrainer implements TrainablePolicy {
     return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };
   }
 
+  /** The weights alone as an HF checkpoint (what a server loads on a weight sync). */
+  async saveWeights(dir: string): Promise<void> {
+    await saveModel(this.model, dir);
+    copyTokenizerFiles(this.tokenizerDir, dir);
+  }
+
+  /** An HF checkpoint (weights, config.json, the tokenizer files of an HF tokenizer) + optimizer state. */
   async save(dir: string): Promise<void> {
     await saveModel(this.model, dir);
     await saveOptimizerState(this.optimizer, dir);
+    copyTokenizerFiles(this.tokenizerDir, dir);
   }
 }
 

@@ -1,4 +1,4 @@
-import { createGenerator } from '@agentrl/engine';
+import { createCharTokenizer, createGenerator } from '@agentrl/engine';
 import type { MicroBatch } from '@agentrl/grpo';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../config/load.js';
@@ -38,7 +38,17 @@ describe('true on-policy: recorded logprobs equal the trainer recompute', () => 
     it(`policyStep reports rolloutTrainLogprobMaxAbsDiff = 0 for rollouts scored by the trainer's kernel (hidden ${hiddenSize})`, async () => {
       const cfg = parseConfig({ model: { hiddenSize, intermediateSize: 300, maxPositions: 256 } });
       const run = async (scored: boolean, temperature: number) => {
-        const trainer = await NativeTrainer.create(cfg, { initDir: null, vocabSize: 60, eosTokenId: 0 });
+        const trainer = await NativeTrainer.create(cfg, {
+          initDir: null,
+          // a 60-token vocabulary: only its size and end id shape the random-init model
+          tokenizer: {
+            tokenizer: Object.create(createCharTokenizer(), {
+              vocabSize: { value: 60 },
+              eosTokenId: { value: 0 },
+            }),
+            dir: null,
+          },
+        });
         const model = trainer.model;
         const gen = createGenerator(
           model,

@@ -1,6 +1,6 @@
 import { verify } from '@agentrl/math-verify';
 import { describe, expect, it } from 'vitest';
-import { lastBoxed, rewardOf } from './reward.js';
+import { lastBoxed, markedAnswer, rewardOf } from './reward.js';
 
 const v = (gold: string, response: string) => {
   const r = verify(gold, response);
@@ -29,5 +29,17 @@ describe('reward', () => {
     expect(rewardOf('1/2', '\\boxed{\\frac{2}{4}}', 'boxed', v).reward).toBe(1);
     expect(rewardOf('1/2', 'the answer is 0.5', 'boxed', v).reward).toBe(0);
     expect(rewardOf('1/2', 'the answer is 0.5', 'any', v).reward).toBe(1);
+  });
+
+  it('rstar mode reads DAPO "Answer:" lines and boxed answers, then math-verify on the whole response', () => {
+    expect(markedAnswer('work...\nAnswer: 204')).toBe('204');
+    expect(markedAnswer('so the answer is $\\frac{3}{4}$.')).toBe('\\frac{3}{4}');
+    expect(markedAnswer('Answer: \\boxed{113} as shown')).toBe('113');
+    expect(markedAnswer('no marker at all')).toBeNull();
+    expect(rewardOf('204', 'Steps.\nAnswer: 204', 'rstar', v)).toEqual({ reward: 1, answer: '204' });
+    expect(rewardOf('204', 'Steps.\nAnswer: 204', 'boxed', v).reward).toBe(0);
+    expect(rewardOf('113', 'thus \\boxed{113}', 'rstar', v).reward).toBe(1);
+    expect(rewardOf('1/2', 'we get x = 0.5 in the end', 'rstar', v).reward).toBe(1);
+    expect(rewardOf('204', 'Answer: 205', 'rstar', v).reward).toBe(0);
   });
 });

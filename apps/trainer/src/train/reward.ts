@@ -5,7 +5,7 @@ import type { Group, Trajectory } from '@agentrl/protocol';
 export type Verify = (gold: string, response: string) => { correct: boolean; extracted: string | null };
 
 /** How an answer is read before it is verified (see the `task.reward` option). */
-export type RewardMode = 'boxed-integer' | 'boxed' | 'any';
+export type RewardMode = 'boxed-integer' | 'boxed' | 'any' | 'rstar';
 
 /** The content of the last `\\boxed{...}` (nested braces), or null when there is none or it is unterminated. */
 export function lastBoxed(text: string): string | null {
@@ -18,6 +18,37 @@ export function lastBoxed(text: string): string | null {
     else if (c === '}' && --depth === 0) return text.slice(at + 7, i);
   }
   return null;
+}
+
+const ANSWER_MARKERS = ['answer:', 'answer is', 'answers are'];
+
+/**
+ * The answer as rStar2-Agent's reward reads it first (verl `reward_score/prime_math` `match_answer`,
+ * called from `recipe/rstar2_agent/src/reward/compute_score.py`): the text after the last
+ * "answer:" / "answer is" / "answers are" (case-insensitive; DAPO's "Answer: 42" lines), then the
+ * content of the last \\boxed{} in what is left. Null when the response has neither. (The
+ * reference's further cuts at "is " / "=" are left out: math-verify on the whole response, the
+ * reference's second check, covers those answers.)
+ */
+export function markedAnswer(text: string): string | null {
+  let rest = text;
+  let matched = false;
+  for (const marker of ANSWER_MARKERS) {
+    const at = rest.toLowerCase().lastIndexOf(marker);
+    if (at >= 0) {
+      rest = rest.slice(at + marker.length).trim();
+      matched = true;
+    }
+  }
+  const boxed = lastBoxed(rest);
+  if (boxed !== null) return boxed.trim();
+  if (!matched) return null;
+  const line = rest
+    .split('\n')[0]!
+    .replace(/[.\s]+$/, '')
+    .replace(/^\$+|\$+$/g, '')
+    .trim();
+  return line === '' ? null : line;
 }
 
 /**
@@ -33,6 +64,13 @@ export function rewardOf(
   mode: RewardMode,
   verify: Verify,
 ): { reward: number; answer: string | null } {
+  if (mode === 'rstar') {
+    // rStar2-Agent's compute_score: prime_math's answer matching first, then math_verify.
+    const marked = markedAnswer(text);
+    if (marked !== null && verify(gold, `\\boxed{${marked}}`).correct) return { reward: 1, answer: marked };
+    const v = verify(gold, text);
+    return { reward: v.correct ? 1 : 0, answer: v.correct ? v.extracted : (marked ?? v.extracted) };
+  }
   if (mode === 'any') {
     const v = verify(gold, text);
     return { reward: v.correct ? 1 : 0, answer: v.extracted };

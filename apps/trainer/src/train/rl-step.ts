@@ -10,6 +10,7 @@ import type { TrainConfig } from '../config/schema.js';
 import { hashSeed } from '../rng.js';
 import { buildPrompt } from '../task/chat-format.js';
 import type { Problem } from '../task/problem.js';
+import { withoutEngineFailures } from './engine-failures.js';
 import type { TrainablePolicy } from './policy.js';
 import { rewardModeOf, scoreGroups, type Verify } from './reward.js';
 import type { RolloutFactory } from './rollout-factory.js';
@@ -22,6 +23,8 @@ export interface RlStepInput {
   factory: RolloutFactory;
   policy: TrainablePolicy;
   verify: Verify;
+  /** Rollouts run on servers: engine-failure and policy-version metrics are recorded. */
+  remote?: boolean;
 }
 
 export interface RlStepOutput {
@@ -58,12 +61,16 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
       groundTruth: p.answer,
     })),
     perPrompt,
+    // The weights that sample this step are the result of step - 1 updates.
+    { policyVersion: step - 1 },
   );
   const tGenerate = (performance.now() - t0) / 1000;
   scoreGroups(groups, (id) => byId.get(id)!.answer, input.verify, rewardModeOf(cfg.task));
   const sampled = groups.flatMap((g) => g.trajectories);
+  // What the engine broke is left out of the loss, and counted.
+  const usable = withoutEngineFailures(groups, { step, maxFailedFraction: cfg.engine.maxFailedFraction });
 
-  const roc = resampleOnCorrect(groups, {
+  const roc = resampleOnCorrect(usable.groups, {
     groupSize: perPrompt,
     n: rl.n,
     minPositive: Math.min(rl.minPositives, rl.n),
@@ -129,6 +136,13 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
     timeTool: toolSeconds,
     timeTrain: tTrain,
   };
+  if (input.remote || usable.failed) {
+    metrics.engineFailedTrajectories = usable.failed;
+    metrics.policyVersion = step - 1;
+    metrics.stalePolicyTrajectories = sampled.filter(
+      (t) => t.policyVersion !== undefined && t.policyVersion !== step - 1,
+    ).length;
+  }
   const solvedAll: string[] = [];
   const notSolvedAll: string[] = [];
   for (const g of groups)

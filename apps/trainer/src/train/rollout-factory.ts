@@ -1,15 +1,12 @@
 import {
-  CHATML_TEMPLATE,
-  type CodeExecutor,
-  createChatFormat,
+  type ChatFormat,
   createEngineScheduler,
-  createPythonTool,
   createRollout,
-  createToolRegistry,
   type EngineAdapter,
   type Rollout,
   type RolloutTokenizer,
   type Scheduler,
+  type ToolRegistry,
 } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import type { Environment } from './environment.js';
@@ -20,8 +17,8 @@ export const PYTHON_TOOL_NAME = 'python';
 export interface RolloutFactoryOptions {
   engines: EngineAdapter[];
   tokenizer: RolloutTokenizer;
-  executor: CodeExecutor;
-  toolTimeoutMs: number;
+  chatFormat: ChatFormat;
+  tools: ToolRegistry;
   maxTurns: number;
   toolResponseMaxChars: number;
 }
@@ -42,12 +39,7 @@ export interface RolloutSettings {
  */
 export async function createRolloutFactory(opts: RolloutFactoryOptions) {
   const scheduler: Scheduler<EngineAdapter> = await createEngineScheduler(opts.engines);
-  const tools = createToolRegistry([
-    createPythonTool(opts.executor, { name: PYTHON_TOOL_NAME, timeoutMs: opts.toolTimeoutMs }),
-  ]);
-  // No tool list in the template: the task's own short system message describes the tool, since a
-  // char-level model pays for every character of a prompt in every rollout.
-  const chatFormat = createChatFormat({ template: CHATML_TEMPLATE });
+  const { tools, chatFormat } = opts;
   return {
     chatFormat,
     tools,
@@ -79,8 +71,8 @@ export function createRunRolloutFactory(cfg: TrainConfig, env: Environment) {
   return createRolloutFactory({
     engines: env.engines,
     tokenizer: env.tokenizer,
-    executor: env.executor,
-    toolTimeoutMs: cfg.executor.timeoutMs,
+    chatFormat: env.chatFormat,
+    tools: env.tools,
     maxTurns: cfg.rl.maxTurns,
     toolResponseMaxChars: cfg.rl.toolResponseMaxChars,
   });

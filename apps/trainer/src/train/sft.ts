@@ -15,15 +15,16 @@ export function tokenizeDemo(
   tokenizer: RolloutTokenizer,
   opts: { maskDirectAnswer?: boolean } = {},
 ): MaskedSequence {
-  const promptMessages = demo.messages.slice(0, 2);
-  const tokenIds = tokenizer.encode(chat.renderPrompt(promptMessages));
+  const firstReply = demo.messages.findIndex((m) => m.role === 'assistant');
+  const promptEnd = firstReply < 0 ? demo.messages.length : firstReply;
+  const tokenIds = tokenizer.encode(chat.renderPrompt(demo.messages.slice(0, promptEnd)));
   const lossMask: (0 | 1)[] = tokenIds.map(() => 0);
   const push = (text: string, loss: 0 | 1) => {
     const ids = tokenizer.encode(text);
     tokenIds.push(...ids);
     for (let i = 0; i < ids.length; i++) lossMask.push(loss);
   };
-  const rest = demo.messages.slice(2);
+  const rest = demo.messages.slice(promptEnd);
   for (let i = 0; i < rest.length; i++) {
     const m = rest[i]!;
     if (m.role !== 'assistant') continue;
@@ -44,24 +45,28 @@ export function tokenizeDemo(
   return { tokenIds, lossMask };
 }
 
-/** Runs `cfg.sft.steps` optimizer steps on random batches of the demonstrations (seeded per step). */
+/**
+ * Runs SFT optimizer steps `firstStep`..`cfg.sft.steps` on random batches of the demonstrations
+ * (seeded per step, so a resumed run draws the batches the uninterrupted one would have).
+ */
 export async function runSft(opts: {
   cfg: TrainConfig;
   sequences: readonly MaskedSequence[];
   policy: TrainablePolicy;
+  firstStep?: number;
   onStep: (
     step: number,
     m: { loss: number; gradNorm: number; lr: number; tokens: number; seconds: number },
-  ) => void;
+  ) => void | Promise<void>;
 }): Promise<void> {
   const { cfg, sequences, policy } = opts;
   const sft = cfg.sft;
-  for (let step = 1; step <= sft.steps; step++) {
+  for (let step = opts.firstStep ?? 1; step <= sft.steps; step++) {
     const rng = Rng.derive(cfg.seed, 'sft-batch', step);
     const batch = Array.from({ length: sft.batchSize }, () => sequences[rng.int(0, sequences.length - 1)]!);
     const t0 = performance.now();
     const r = policy.sftStep(batch);
-    opts.onStep(step, { ...r, seconds: (performance.now() - t0) / 1000 });
+    await opts.onStep(step, { ...r, seconds: (performance.now() - t0) / 1000 });
     // Yield so the progress bar and signals get a turn between CPU-bound steps.
     await new Promise((resolve) => setImmediate(resolve));
   }

@@ -8,6 +8,8 @@ export interface TrainerState {
   version: 1;
   /** SFT finished (its checkpoint is the RL starting point). */
   sftDone: boolean;
+  /** SFT optimizer steps done (a checkpoint written during SFT resumes after this step). */
+  sftStep: number;
   /** Completed RL steps, over all stages. */
   rlStep: number;
   /** Stage of the next step, and steps already done in it. */
@@ -27,6 +29,7 @@ export function initialState(seed: number): TrainerState {
   return {
     version: 1,
     sftDone: false,
+    sftStep: 0,
     rlStep: 0,
     stageIndex: 0,
     stepInStage: 0,
@@ -45,7 +48,8 @@ export function readState(dir: string): TrainerState {
   try {
     const s = JSON.parse(readFileSync(join(dir, 'trainer-state.json'), 'utf8')) as TrainerState;
     if (s.version !== 1) throw new Error(`unknown version ${s.version}`);
-    return s;
+    // Checkpoints written before SFT was checkpointed were all written after SFT.
+    return { ...s, sftStep: s.sftStep ?? 0 };
   } catch (cause) {
     throw new TrainerError(
       'CHECKPOINT',

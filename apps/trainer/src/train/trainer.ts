@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { formatToolOutcome, wrapToolResponse } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
@@ -9,7 +9,7 @@ import type { Progress } from '../run/progress.js';
 import { renderReport } from '../run/report.js';
 import type { RunDir } from '../run/run-dir.js';
 import type { Problem, ProblemSplit } from '../task/problem.js';
-import { buildSftDemos } from '../task/sft-data.js';
+import { buildSftDemos, type SftDemo } from '../task/sft-data.js';
 import { startCursor, takeIds } from './cursor.js';
 import type { Environment } from './environment.js';
 import { rewardModeOf } from './reward.js';
@@ -28,6 +28,8 @@ export interface TrainOptions {
   resumeState: TrainerState | null;
   /** Stop (resumably) after this many RL steps in total. */
   stopAfter?: number | undefined;
+  /** SFT transcripts from `sft.files`; null = generate demonstrations (see loadSftSource). */
+  sftDemos?: SftDemo[] | null;
 }
 
 export interface TrainResult {
@@ -88,24 +90,27 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   // ---- stage 0: SFT cold start ----------------------------------------------------------------
   if (!state.sftDone) {
     if (cfg.sft.enabled && cfg.sft.steps > 0) {
-      const demos = await buildSftDemos(split.train, {
-        seed: cfg.seed,
-        examples: cfg.sft.examples,
-        mix: cfg.sft.mix,
-        systemPrompt: cfg.task.systemPrompt,
-        runTool: (code) => env.executor.run({ code, timeoutMs: cfg.executor.timeoutMs }),
-        renderToolResponse: (o) => wrapToolResponse(formatToolOutcome(o, cfg.rl.toolResponseMaxChars)),
-      });
+      const demos =
+        opts.sftDemos ??
+        (await buildSftDemos(split.train, {
+          seed: cfg.seed,
+          examples: cfg.sft.examples,
+          mix: cfg.sft.mix,
+          systemPrompt: cfg.task.systemPrompt,
+          runTool: (code) => env.executor.run({ code, timeoutMs: cfg.executor.timeoutMs }),
+          renderToolResponse: (o) => wrapToolResponse(formatToolOutcome(o, cfg.rl.toolResponseMaxChars)),
+        }));
       writeFileSync(run.sftDataPath, demos.map((d) => JSON.stringify(d)).join('\n') + '\n');
       const sequences = demos.map((d) =>
-        tokenizeDemo(d, factory.chatFormat, env.tokenizer, { maskDirectAnswer: cfg.sft.maskDirectAnswers }),
+        tokenizeDemo(d, env.chatFormat, env.tokenizer, { maskDirectAnswer: cfg.sft.maskDirectAnswers }),
       );
-      progress.start(cfg.sft.steps, 0, 'sft');
+      progress.start(cfg.sft.steps, state.sftStep, 'sft');
       await runSft({
         cfg,
         sequences,
         policy,
-        onStep: (step, m) => {
+        firstStep: state.sftStep + 1,
+        onStep: async (step, m) => {
           log.append({
             phase: 'sft',
             step,
@@ -118,19 +123,28 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
             wallSeconds: wall(),
           });
           progress.update(step, { loss: m.loss, lr: m.lr });
+          state.sftStep = step;
+          const every = cfg.sft.checkpointEvery;
+          if (every > 0 && step % every === 0 && step < cfg.sft.steps) {
+            await checkpoint(sftTag(step));
+            pruneSftCheckpoints(run, sftTag(step));
+          }
         },
       });
       progress.stop();
     }
-    await env.syncWeights();
+    await env.syncWeights(0);
     await doEval(0, 'sft');
     state.sftDone = true;
     await checkpoint('step-000000');
+    pruneSftCheckpoints(run, null);
     writeReport();
   }
 
   // ---- GRPO-RoC stages ------------------------------------------------------------------------
   policy.startRl();
+  // A resumed run's servers hold whatever they last loaded: send them the checkpoint's weights.
+  await env.syncWeights(state.rlStep);
   let stopped = false;
   progress.start(totalRl, state.rlStep, 'rl');
   while (state.stageIndex < cfg.rl.stages.length) {
@@ -171,8 +185,9 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       factory,
       policy,
       verify: env.verify,
+      remote: env.remote,
     });
-    await env.syncWeights();
+    await env.syncWeights(step);
     const solved = new Set(state.solvedAll);
     for (const id of out.solvedAll) solved.add(id);
     for (const id of out.notSolvedAll) solved.delete(id);
@@ -217,14 +232,34 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   };
 }
 
-/** Loads the trainer state of a run's latest checkpoint and trims metrics.jsonl to it. */
+const SFT_TAG = /^sft-\d{6}$/;
+const sftTag = (step: number) => `sft-${String(step).padStart(6, '0')}`;
+
+/** Removes the SFT checkpoints other than `keep` (they are only resume points of SFT itself). */
+function pruneSftCheckpoints(run: RunDir, keep: string | null): void {
+  if (!existsSync(run.checkpointsDir)) return;
+  for (const tag of readdirSync(run.checkpointsDir)) {
+    if (SFT_TAG.test(tag) && tag !== keep) rmSync(run.checkpointDir(tag), { recursive: true, force: true });
+  }
+}
+
+/**
+ * Loads the trainer state of a run's latest checkpoint and trims metrics.jsonl to it. A run killed
+ * during SFT before its first checkpoint has none: its metrics are cleared and SFT restarts (null).
+ */
 export function prepareResume(run: RunDir): { state: TrainerState; checkpointDir: string } | null {
+  const log = new MetricsLog(run.metricsPath);
   const tag = run.latestCheckpoint();
-  if (!tag) return null;
+  if (!tag) {
+    log.truncateTo(() => false);
+    return null;
+  }
   const dir = run.checkpointDir(tag);
   const state = readState(dir);
-  new MetricsLog(run.metricsPath).truncateTo((r) =>
-    r.phase === 'sft' ? state.sftDone : r.step <= state.rlStep,
+  log.truncateTo((r) =>
+    state.sftDone
+      ? r.phase === 'sft' || r.step <= state.rlStep
+      : r.phase === 'sft' && r.step <= state.sftStep,
   );
   return { state, checkpointDir: dir };
 }
