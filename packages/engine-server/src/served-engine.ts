@@ -1,6 +1,7 @@
 import { createGenerator, loadModel, type Model, packSequences, type Tokenizer } from '@agentrl/engine';
 import { createNativeAdapter, type EngineAdapter, type GenerateResult } from '@agentrl/rollout';
 import { EngineServerError } from './errors.js';
+import { SERVED } from './open-checkpoint.js';
 import { createPrefixCache } from './prefix-cache.js';
 import type { GenerationSpec } from './sampling.js';
 
@@ -174,7 +175,7 @@ export class ServedEngine {
       this.idle = null;
       let next: Model;
       try {
-        next = await loadModel(path);
+        next = await loadModel(path, SERVED);
       } catch (err) {
         throw new EngineServerError(
           'WEIGHTS_REFUSED',
