@@ -8,7 +8,7 @@ import type { MicroBatch } from '@agentrl/grpo';
 import { fusedLinearPolicyLoss } from '@agentrl/kernels';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../config/load.js';
-import { NativeTrainer, shiftForNextToken } from './native-policy.js';
+import { hfConfigFor, NativeTrainer, shiftForNextToken } from './native-policy.js';
 import type { RunTokenizer } from './tokenizer-source.js';
 
 const dirs: string[] = [];
@@ -139,27 +139,12 @@ describe('NativeTrainer checkpoints are fp32 whatever the init dtype', () => {
   it('init from a bf16 checkpoint, train, save, resume: the same weights and the same next step, bit for bit', async () => {
     const V = 300;
     const init = tempDir();
-    const hf = createModel(
-      {
-        architectures: ['Qwen3ForCausalLM'],
-        model_type: 'qwen3',
-        vocab_size: V,
-        hidden_size: 64,
-        intermediate_size: 128,
-        num_hidden_layers: 2,
-        num_attention_heads: 2,
-        num_key_value_heads: 1,
-        head_dim: 32,
-        max_position_embeddings: 512,
-        tie_word_embeddings: true,
-        eos_token_id: 0,
-      },
-      { seed: 3 },
-    );
+    const cfg = parseConfig({ model: { maxPositions: 512 } });
+    // the configured tiny model's own config.json, saved in bf16 as a bf16 HF checkpoint is
+    const hf = createModel(hfConfigFor(cfg, V, 0), { seed: 3 });
     await saveModel(hf, init, { dtype: 'bfloat16' });
     expect(JSON.parse(readFileSync(join(init, 'config.json'), 'utf8')).torch_dtype).toBe('bfloat16');
 
-    const cfg = parseConfig({});
     const tok = tokenizerOfSize(V);
     const first = await NativeTrainer.create(cfg, { initDir: init, tokenizer: tok });
     expect(first.model.dtype).toBe('bfloat16');
