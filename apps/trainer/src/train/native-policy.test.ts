@@ -168,3 +168,19 @@ describe('NativeTrainer checkpoints are fp32 whatever the init dtype', () => {
     expect(same(first, resumed)).toBe(true);
   });
 });
+
+describe('a policy opened for eval', () => {
+  it('has no gradients and no Adam moments (trainable: false, what createEnvironment passes for eval), and refuses to step', async () => {
+    const cfg = parseConfig({ model: { maxPositions: 256 } });
+    const ckpt = tempDir();
+    const tok = tokenizerOfSize(300);
+    const trained = await NativeTrainer.create(cfg, { initDir: null, tokenizer: tok });
+    await trained.save(ckpt);
+    const params = trained.model.memoryBytes().params;
+    expect(trained.model.memoryBytes()).toEqual({ params, grads: params, optimizer: 2 * params });
+    const evalPolicy = await NativeTrainer.create(cfg, { initDir: ckpt, tokenizer: tok, trainable: false });
+    expect(evalPolicy.model.memoryBytes()).toEqual({ params, grads: 0, optimizer: 0 });
+    expect(paramsOf(evalPolicy)).toEqual(paramsOf(trained));
+    expect(() => evalPolicy.policyStep([microBatch(1, [10], 300)], LOSS)).toThrow(/opened for eval/);
+  });
+});

@@ -13,6 +13,7 @@ import {
 import type { MicroBatch } from '@agentrl/grpo';
 import { fusedLinearPolicyLoss } from '@agentrl/kernels';
 import type { TrainConfig } from '../config/schema.js';
+import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
 import { maxAbsDiffMasked } from './on-policy.js';
 import type { MaskedSequence, PolicyLossOptions, PolicyStepMetrics, TrainablePolicy } from './policy.js';
@@ -52,31 +53,42 @@ export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: num
  */
 export class NativeTrainer implements TrainablePolicy {
   private phase: 'sft' | 'rl' = 'sft';
-  private optimizer: AdamW;
+  /** null on a model opened for eval (`trainable: false`): no gradients, no Adam moments */
+  private adamw: AdamW | null;
 
   private constructor(
     readonly model: Model,
     private readonly cfg: TrainConfig,
     private readonly tokenizerDir: string | null,
   ) {
-    this.optimizer = this.makeOptimizer('sft');
+    this.adamw = model.training ? this.makeOptimizer('sft') : null;
   }
 
   /**
    * A fresh model (seeded init) or one loaded from `initDir`; with `resumePhase`, the optimizer state
-   * saved beside the weights is restored into that phase's optimizer.
+   * saved beside the weights is restored into that phase's optimizer. `trainable: false` (eval)
+   * opens the weights alone: no gradients, no Adam moments, and no step or save.
    */
   static async create(
     cfg: TrainConfig,
-    opts: { initDir: string | null; tokenizer: RunTokenizer; resumePhase?: 'sft' | 'rl' },
+    opts: {
+      initDir: string | null;
+      tokenizer: RunTokenizer;
+      resumePhase?: 'sft' | 'rl';
+      trainable?: boolean;
+    },
   ): Promise<NativeTrainer> {
     const tok = opts.tokenizer.tokenizer;
+    const training = opts.trainable ?? true;
     const model = opts.initDir
-      ? await loadModel(opts.initDir)
-      : createModel(hfConfigFor(cfg, tok.vocabSize, tok.eosTokenId), { seed: hashSeed(cfg.seed, 'init') });
+      ? await loadModel(opts.initDir, { training })
+      : createModel(hfConfigFor(cfg, tok.vocabSize, tok.eosTokenId), {
+          seed: hashSeed(cfg.seed, 'init'),
+          training,
+        });
     assertTokenizerFits(opts.tokenizer, model.config.vocab_size, opts.initDir);
     const t = new NativeTrainer(model, cfg, opts.tokenizer.dir);
-    if (opts.resumePhase && opts.initDir && hasOptimizerState(opts.initDir)) {
+    if (training && opts.resumePhase && opts.initDir && hasOptimizerState(opts.initDir)) {
       if (opts.resumePhase === 'rl') t.startRl();
       await loadOptimizerState(t.optimizer, opts.initDir);
     }
@@ -110,8 +122,17 @@ export class NativeTrainer implements TrainablePolicy {
   startRl(): void {
     if (this.phase === 'rl') return;
     this.phase = 'rl';
-    this.optimizer = this.makeOptimizer('rl');
-    this.optimizer.reset(); // the moments live in the model: zero SFT's in place
+    this.adamw = this.makeOptimizer('rl');
+    this.adamw.reset(); // the moments live in the model: zero SFT's in place
+  }
+
+  private get optimizer(): AdamW {
+    if (!this.adamw)
+      throw new TrainerError(
+        'USAGE',
+        'this policy was opened for eval (trainable: false): it has no gradients or optimizer to step or save',
+      );
+    return this.adamw;
   }
 
   get currentPhase() {
@@ -120,6 +141,7 @@ export class NativeTrainer implements TrainablePolicy {
 
   /** One SFT optimizer step: masked cross-entropy over micro-batches, normalised by all targets. */
   sftStep(batch: readonly MaskedSequence[]): { loss: number; gradNorm: number; tokens: number; lr: number } {
+    const optimizer = this.optimizer;
     const targets = batch.reduce((n, s) => n + countTargets(s.lossMask), 0);
     let lossSum = 0;
     for (const group of chunkByTokens(batch, this.cfg.rl.microBatchTokens)) {
@@ -132,12 +154,13 @@ export class NativeTrainer implements TrainablePolicy {
       }
       lossSum += this.model.sftLoss(packed, mask, { normalizer: Math.max(1, targets) }).lossSum;
     }
-    const r = this.optimizer.step();
+    const r = optimizer.step();
     return { loss: lossSum / Math.max(1, targets), gradNorm: r.gradNorm, tokens: targets, lr: r.lr };
   }
 
   /** One GRPO update: fused-linear policy loss per micro-batch, gradients accumulated, one AdamW step. */
   policyStep(microBatches: readonly MicroBatch[], opts: PolicyLossOptions): PolicyStepMetrics {
+    const optimizer = this.optimizer;
     const shifted = microBatches.map(shiftForNextToken);
     const tokenCount = shifted.reduce((n, s) => n + s.count, 0);
     const H = this.model.shape.hidden;
@@ -186,7 +209,7 @@ export class NativeTrainer implements TrainablePolicy {
       acc.clipFracHigh += r.metrics.clipFracHigh * w;
       acc.approxKl += r.metrics.approxKl * w;
     }
-    const step = this.optimizer.step();
+    const step = optimizer.step();
     return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };
   }
 
