@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -166,6 +166,28 @@ describe('NativeTrainer checkpoints are fp32 whatever the init dtype', () => {
     const m2 = resumed.policyStep(next, LOSS);
     expect(m2).toEqual(m1);
     expect(same(first, resumed)).toBe(true);
+  });
+});
+
+describe('NativeTrainer resumes from sharded checkpoints', () => {
+  it('restores optimizer state written as optimizer-0000i-of-0000n shards + index', async () => {
+    const cfg = parseConfig({ model: { maxPositions: 256 } });
+    const tok = tokenizerOfSize(300);
+    const first = await NativeTrainer.create(cfg, { initDir: null, tokenizer: tok });
+    first.startRl();
+    first.policyStep([microBatch(7, [40, 30], 300)], LOSS);
+    const ckpt = tempDir();
+    await first.save(ckpt, { maxShardBytes: 64 * 1024 });
+    const files = readdirSync(ckpt);
+    expect(files).toContain('optimizer.safetensors.index.json');
+    expect(files).not.toContain('optimizer.safetensors');
+    const resumed = await NativeTrainer.create(cfg, { initDir: ckpt, tokenizer: tok, resumePhase: 'rl' });
+    const next = [microBatch(8, [50, 20], 300)];
+    // the same next step needs the same AdamW moments and step count, not fresh ones
+    expect(resumed.policyStep(next, LOSS)).toEqual(first.policyStep(next, LOSS));
+    const b = paramsOf(resumed);
+    for (const [i, p] of paramsOf(first).entries())
+      expect(Buffer.from(p.buffer).equals(Buffer.from(b[i]!.buffer))).toBe(true);
   });
 });
 

@@ -219,10 +219,13 @@ export class NativeTrainer implements TrainablePolicy {
     copyTokenizerFiles(this.tokenizerDir, dir);
   }
 
-  /** A resumable HF checkpoint (fp32 weights, config.json, the tokenizer files of an HF tokenizer) + optimizer state. */
-  async save(dir: string): Promise<void> {
-    await saveModel(this.model, dir, SAVE_DTYPE);
-    await saveOptimizerState(this.optimizer, dir);
+  /**
+   * A resumable HF checkpoint (fp32 weights, config.json, the tokenizer files of an HF tokenizer) +
+   * optimizer state; past `maxShardBytes` (default 5 GB) both are sharded as save_pretrained shards.
+   */
+  async save(dir: string, options: { maxShardBytes?: number } = {}): Promise<void> {
+    await saveModel(this.model, dir, { ...SAVE_DTYPE, ...options });
+    await saveOptimizerState(this.optimizer, dir, options);
     copyTokenizerFiles(this.tokenizerDir, dir);
   }
 }
