@@ -56,6 +56,7 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
       policy = await NativeTrainer.create(cfg, {
         initDir: opts.initDir,
         tokenizer: runTokenizer,
+        trainable,
         ...(opts.resumePhase ? { resumePhase: opts.resumePhase } : {}),
       });
     }

@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import {
   type AdamW,
   createAdamW,
   createModel,
+  hasOptimizerState,
   loadModel,
   loadOptimizerState,
   type Model,
@@ -14,12 +13,18 @@ import {
 import type { MicroBatch } from '@agentrl/grpo';
 import { fusedLinearPolicyLoss } from '@agentrl/kernels';
 import type { TrainConfig } from '../config/schema.js';
+import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
 import { maxAbsDiffMasked } from './on-policy.js';
 import type { MaskedSequence, PolicyLossOptions, PolicyStepMetrics, TrainablePolicy } from './policy.js';
 import { assertTokenizerFits, copyTokenizerFiles, type RunTokenizer } from './tokenizer-source.js';
 
-const OPTIMIZER_FILE = 'optimizer.safetensors';
+/**
+ * Checkpoints and synced weights are written in fp32 whatever dtype the run was initialised from: the
+ * trainer's master weights are fp32, so a bf16 save would round them and a resume would not continue
+ * the run bit for bit (nor would a server's logprobs match the trainer's after a sync).
+ */
+const SAVE_DTYPE = { dtype: 'float32' } as const;
 
 /** The HF config.json of the configured tiny model (Qwen3 layout: q/k norm, GQA, tied embeddings). */
 export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: number) {
@@ -48,31 +53,42 @@ export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: num
  */
 export class NativeTrainer implements TrainablePolicy {
   private phase: 'sft' | 'rl' = 'sft';
-  private optimizer: AdamW;
+  /** null on a model opened for eval (`trainable: false`): no gradients, no Adam moments */
+  private adamw: AdamW | null;
 
   private constructor(
     readonly model: Model,
     private readonly cfg: TrainConfig,
     private readonly tokenizerDir: string | null,
   ) {
-    this.optimizer = this.makeOptimizer('sft');
+    this.adamw = model.training ? this.makeOptimizer('sft') : null;
   }
 
   /**
    * A fresh model (seeded init) or one loaded from `initDir`; with `resumePhase`, the optimizer state
-   * saved beside the weights is restored into that phase's optimizer.
+   * saved beside the weights is restored into that phase's optimizer. `trainable: false` (eval)
+   * opens the weights alone: no gradients, no Adam moments, and no step or save.
    */
   static async create(
     cfg: TrainConfig,
-    opts: { initDir: string | null; tokenizer: RunTokenizer; resumePhase?: 'sft' | 'rl' },
+    opts: {
+      initDir: string | null;
+      tokenizer: RunTokenizer;
+      resumePhase?: 'sft' | 'rl';
+      trainable?: boolean;
+    },
   ): Promise<NativeTrainer> {
     const tok = opts.tokenizer.tokenizer;
+    const training = opts.trainable ?? true;
     const model = opts.initDir
-      ? await loadModel(opts.initDir)
-      : createModel(hfConfigFor(cfg, tok.vocabSize, tok.eosTokenId), { seed: hashSeed(cfg.seed, 'init') });
+      ? await loadModel(opts.initDir, { training })
+      : createModel(hfConfigFor(cfg, tok.vocabSize, tok.eosTokenId), {
+          seed: hashSeed(cfg.seed, 'init'),
+          training,
+        });
     assertTokenizerFits(opts.tokenizer, model.config.vocab_size, opts.initDir);
     const t = new NativeTrainer(model, cfg, opts.tokenizer.dir);
-    if (opts.resumePhase && opts.initDir && existsSync(join(opts.initDir, OPTIMIZER_FILE))) {
+    if (training && opts.resumePhase && opts.initDir && hasOptimizerState(opts.initDir)) {
       if (opts.resumePhase === 'rl') t.startRl();
       await loadOptimizerState(t.optimizer, opts.initDir);
     }
@@ -106,9 +122,17 @@ export class NativeTrainer implements TrainablePolicy {
   startRl(): void {
     if (this.phase === 'rl') return;
     this.phase = 'rl';
-    this.optimizer = this.makeOptimizer('rl');
-    const { m, v } = this.model.adamMoments();
-    this.optimizer.loadState({ step: 0, m: new Float32Array(m.length), v: new Float32Array(v.length) });
+    this.adamw = this.makeOptimizer('rl');
+    this.adamw.reset(); // the moments live in the model: zero SFT's in place
+  }
+
+  private get optimizer(): AdamW {
+    if (!this.adamw)
+      throw new TrainerError(
+        'USAGE',
+        'this policy was opened for eval (trainable: false): it has no gradients or optimizer to step or save',
+      );
+    return this.adamw;
   }
 
   get currentPhase() {
@@ -117,6 +141,7 @@ export class NativeTrainer implements TrainablePolicy {
 
   /** One SFT optimizer step: masked cross-entropy over micro-batches, normalised by all targets. */
   sftStep(batch: readonly MaskedSequence[]): { loss: number; gradNorm: number; tokens: number; lr: number } {
+    const optimizer = this.optimizer;
     const targets = batch.reduce((n, s) => n + countTargets(s.lossMask), 0);
     let lossSum = 0;
     for (const group of chunkByTokens(batch, this.cfg.rl.microBatchTokens)) {
@@ -129,16 +154,20 @@ export class NativeTrainer implements TrainablePolicy {
       }
       lossSum += this.model.sftLoss(packed, mask, { normalizer: Math.max(1, targets) }).lossSum;
     }
-    const r = this.optimizer.step();
+    const r = optimizer.step();
     return { loss: lossSum / Math.max(1, targets), gradNorm: r.gradNorm, tokens: targets, lr: r.lr };
   }
 
   /** One GRPO update: fused-linear policy loss per micro-batch, gradients accumulated, one AdamW step. */
   policyStep(microBatches: readonly MicroBatch[], opts: PolicyLossOptions): PolicyStepMetrics {
+    const optimizer = this.optimizer;
     const shifted = microBatches.map(shiftForNextToken);
     const tokenCount = shifted.reduce((n, s) => n + s.count, 0);
     const H = this.model.shape.hidden;
     const V = this.model.shape.vocab;
+    // fused-linear adds each micro-batch's lm_head gradient into the model's own buffer: no [V, H]
+    // array per micro-batch (2.3 GiB at V = 151,936, H = 4096)
+    const dLmHead = this.model.lmHeadGrad();
     let loss = 0;
     const acc = { clipFracLow: 0, clipFracHigh: 0, approxKl: 0, rolloutTrainLogprobMaxAbsDiff: 0 };
     for (let i = 0; i < microBatches.length; i++) {
@@ -167,31 +196,36 @@ export class NativeTrainer implements TrainablePolicy {
           tokenCount,
           seqCount: microBatches.reduce((n, b) => n + b.cuSeqlens.length - 1, 0),
           horizon: this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1),
+          dWeightOut: dLmHead,
+          accumulate: true,
         },
       );
       const diff = maxAbsDiffMasked(s.oldLogprobs, r.logprobs, s.lossMask);
       acc.rolloutTrainLogprobMaxAbsDiff = Math.max(acc.rolloutTrainLogprobMaxAbsDiff, diff);
-      this.model.backwardFromHidden(r.dHidden, { dLmHead: r.dWeight });
+      this.model.backwardFromHidden(r.dHidden);
       loss += r.loss;
       const w = r.metrics.tokens / Math.max(1, tokenCount);
       acc.clipFracLow += r.metrics.clipFracLow * w;
       acc.clipFracHigh += r.metrics.clipFracHigh * w;
       acc.approxKl += r.metrics.approxKl * w;
     }
-    const step = this.optimizer.step();
+    const step = optimizer.step();
     return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };
   }
 
   /** The weights alone as an HF checkpoint (what a server loads on a weight sync). */
   async saveWeights(dir: string): Promise<void> {
-    await saveModel(this.model, dir);
+    await saveModel(this.model, dir, SAVE_DTYPE);
     copyTokenizerFiles(this.tokenizerDir, dir);
   }
 
-  /** An HF checkpoint (weights, config.json, the tokenizer files of an HF tokenizer) + optimizer state. */
-  async save(dir: string): Promise<void> {
-    await saveModel(this.model, dir);
-    await saveOptimizerState(this.optimizer, dir);
+  /**
+   * A resumable HF checkpoint (fp32 weights, config.json, the tokenizer files of an HF tokenizer) +
+   * optimizer state; past `maxShardBytes` (default 5 GB) both are sharded as save_pretrained shards.
+   */
+  async save(dir: string, options: { maxShardBytes?: number } = {}): Promise<void> {
+    await saveModel(this.model, dir, { ...SAVE_DTYPE, ...options });
+    await saveOptimizerState(this.optimizer, dir, options);
     copyTokenizerFiles(this.tokenizerDir, dir);
   }
 }
