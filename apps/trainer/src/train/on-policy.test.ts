@@ -1,6 +1,5 @@
 import { createCharTokenizer, createGenerator, type LogprobScorer } from '@agentrl/engine';
 import type { MicroBatch } from '@agentrl/grpo';
-import { fusedLinearPolicyLoss } from '@agentrl/kernels';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../config/load.js';
 import { NativeTrainer } from './native-policy.js';
@@ -174,20 +173,9 @@ describe('true on-policy: a sampled token is scored alike wherever its row sits'
           const hidden = model.forwardHidden({ tokenIds, cuSeqlens: Int32Array.from(cu) }).hidden.slice();
           const targets = new Int32Array(T);
           for (let t = 0; t + 1 < T; t++) targets[t] = tokenIds[t + 1]!;
-          const lp = fusedLinearPolicyLoss(
-            {
-              hidden,
-              weight: model.lmHeadWeight(),
-              hiddenSize: H,
-              vocabSize: V,
-              targets,
-              oldLogprobs: new Float32Array(T),
-              advantages: new Float32Array(T),
-              lossMask: new Uint8Array(T),
-              cuSeqlens: Int32Array.of(0, T),
-            },
-            { temperature },
-          ).logprobs;
+          // the kernel over the whole packed batch, as policyStep runs it (logprobs do not depend on
+          // the loss inputs: the scorer passes none)
+          const lp = scorer({ hidden, targets, temperature });
           list.forEach((s, k) => {
             const start = cu[k + (before ? 1 : 0)]!;
             for (const { pos, hidden: h, lp: recorded } of s.sampled) {
