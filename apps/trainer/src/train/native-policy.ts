@@ -2,6 +2,7 @@ import {
   type AdamW,
   createAdamW,
   createModel,
+  devicePolicyLoss,
   hasOptimizerState,
   loadModel,
   loadOptimizerState,
@@ -11,7 +12,7 @@ import {
   saveOptimizerState,
 } from '@agentrl/engine';
 import type { MicroBatch } from '@agentrl/grpo';
-import { fusedLinearPolicyLoss } from '@agentrl/kernels';
+import { fusedLinearPolicyLoss, nativePolicyLossConfig, parsePolicyLossConfig } from '@agentrl/kernels';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
@@ -49,7 +50,9 @@ export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: num
  * The trainable side of the native engine: one Model whose weights the in-process generator samples
  * from (so the weight sync after an update is the version bump AdamW does), an AdamW per phase (SFT
  * then RL, moments reset between them), masked cross-entropy for SFT and the fused-linear GRPO loss
- * of @agentrl/kernels for RL.
+ * of @agentrl/kernels for RL. With `device: cuda | rocm` the model lives on that GPU: the SFT
+ * cross-entropy and the fused-linear loss (engine's devicePolicyLoss) run there, the generator's
+ * KV-cache decode too, and saves read the fp32 master weights back from the device.
  */
 export class NativeTrainer implements TrainablePolicy {
   private phase: 'sft' | 'rl' = 'sft';
@@ -80,11 +83,13 @@ export class NativeTrainer implements TrainablePolicy {
   ): Promise<NativeTrainer> {
     const tok = opts.tokenizer.tokenizer;
     const training = opts.trainable ?? true;
+    const device = cfg.device;
     const model = opts.initDir
-      ? await loadModel(opts.initDir, { training })
+      ? await loadModel(opts.initDir, { training, device })
       : createModel(hfConfigFor(cfg, tok.vocabSize, tok.eosTokenId), {
           seed: hashSeed(cfg.seed, 'init'),
           training,
+          device,
         });
     assertTokenizerFits(opts.tokenizer, model.config.vocab_size, opts.initDir);
     const t = new NativeTrainer(model, cfg, opts.tokenizer.dir);
@@ -163,6 +168,11 @@ export class NativeTrainer implements TrainablePolicy {
     const optimizer = this.optimizer;
     const shifted = microBatches.map(shiftForNextToken);
     const tokenCount = shifted.reduce((n, s) => n + s.count, 0);
+    const seqCount = microBatches.reduce((n, b) => n + b.cuSeqlens.length - 1, 0);
+    const horizon = this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1);
+    if (this.model.device !== 'cpu') {
+      return this.devicePolicyStep(optimizer, microBatches, shifted, opts, { tokenCount, seqCount, horizon });
+    }
     const H = this.model.shape.hidden;
     const V = this.model.shape.vocab;
     // fused-linear adds each micro-batch's lm_head gradient into the model's own buffer: no [V, H]
@@ -194,8 +204,8 @@ export class NativeTrainer implements TrainablePolicy {
           dualClip: opts.dualClip,
           aggregation: opts.aggregation,
           tokenCount,
-          seqCount: microBatches.reduce((n, b) => n + b.cuSeqlens.length - 1, 0),
-          horizon: this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1),
+          seqCount,
+          horizon,
           dWeightOut: dLmHead,
           accumulate: true,
         },
@@ -211,6 +221,57 @@ export class NativeTrainer implements TrainablePolicy {
     }
     const step = optimizer.step();
     return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };
+  }
+
+  /**
+   * policyStep on a GPU model: per micro-batch the forward, then the fused-linear loss and its
+   * backward through the whole model on the device (no [T, V] logits, no hidden-state gradient
+   * back to the host), one AdamW step on the device.
+   */
+  private devicePolicyStep(
+    optimizer: AdamW,
+    microBatches: readonly MicroBatch[],
+    shifted: readonly ReturnType<typeof shiftForNextToken>[],
+    opts: PolicyLossOptions,
+    counts: { tokenCount: number; seqCount: number; horizon: number },
+  ): PolicyStepMetrics {
+    const config = nativePolicyLossConfig(
+      parsePolicyLossConfig({
+        temperature: opts.temperature,
+        clipLow: opts.clipLow,
+        clipHigh: opts.clipHigh,
+        dualClip: opts.dualClip,
+        aggregation: opts.aggregation,
+        ...counts,
+      }),
+    );
+    let loss = 0;
+    const acc = { clipFracLow: 0, clipFracHigh: 0, approxKl: 0, rolloutTrainLogprobMaxAbsDiff: 0 };
+    for (let i = 0; i < microBatches.length; i++) {
+      const mb = microBatches[i]!;
+      const s = shifted[i]!;
+      if (s.count === 0) continue;
+      this.model.forwardHidden({ tokenIds: mb.tokenIds, cuSeqlens: mb.cuSeqlens });
+      const logp = new Float32Array(mb.tokenIds.length);
+      const m = devicePolicyLoss(this.model, {
+        config: { ...config },
+        targets: s.targets,
+        oldLogprobs: s.oldLogprobs,
+        advantages: s.advantages,
+        lossMask: s.lossMask,
+        cuSeqlens: mb.cuSeqlens,
+        logp,
+      });
+      const diff = maxAbsDiffMasked(s.oldLogprobs, logp, s.lossMask);
+      acc.rolloutTrainLogprobMaxAbsDiff = Math.max(acc.rolloutTrainLogprobMaxAbsDiff, diff);
+      loss += m.loss;
+      const w = m.tokens / Math.max(1, counts.tokenCount);
+      acc.clipFracLow += m.clipFracLow * w;
+      acc.clipFracHigh += m.clipFracHigh * w;
+      acc.approxKl += m.approxKl * w;
+    }
+    const step = optimizer.step();
+    return { loss, gradNorm: step.gradNorm, trainTokens: counts.tokenCount, lr: step.lr, ...acc };
   }
 
   /** The weights alone as an HF checkpoint (what a server loads on a weight sync). */
