@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Device, deviceUnavailableReason, loadModel } from '@agentrl/engine';
+import { type Device, deviceUnavailableReason, firstRunnableDevice, loadModel } from '@agentrl/engine';
 import { main } from 'agentrl';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { readJsonl } from './cli.js';
@@ -15,11 +15,8 @@ const runs = mkdtempSync(join(tmpdir(), 'agentrl-device-'));
 afterAll(() => rmSync(runs, { recursive: true, force: true }));
 
 const wanted = process.env.AGENTRL_GPU_TEST_DEVICE as Device | undefined;
-const candidates: Device[] = wanted ? [wanted] : ['cuda', 'rocm'];
-const gpu = candidates.find((d) => deviceUnavailableReason(d) === undefined);
-const where = gpu
-  ? `on ${gpu}`
-  : `skipped, no GPU: ${candidates.map((d) => `${d}: ${deviceUnavailableReason(d)}`).join('; ')}`;
+const { device: gpu, reasons } = firstRunnableDevice(wanted ? [wanted] : ['cuda', 'rocm']);
+const where = gpu ? `on ${gpu}` : `skipped, no GPU: ${reasons}`;
 
 /** Runs the CLI in this process and captures what it writes to stdout and stderr. */
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import { loadModel, saveModel } from '../src/checkpoint.js';
-import { type Device, devicePolicyLoss, deviceUnavailableReason, sampleOnDevice } from '../src/device.js';
+import {
+  type Device,
+  devicePolicyLoss,
+  deviceUnavailableReason,
+  firstRunnableDevice,
+  sampleOnDevice,
+} from '../src/device.js';
 import { createModel, type Model } from '../src/model.js';
 import { createAdamW } from '../src/optimizer.js';
 import { logSoftmaxAt, tinyConfig } from './helpers.js';
@@ -14,11 +20,8 @@ import { logSoftmaxAt, tinyConfig } from './helpers.js';
 // the kernels: scripts/hip-cpu-check.sh sets AGENTRL_GPU_TEST_DEVICE=rocm); elsewhere every test
 // is listed as skipped with the reason in its name.
 const wanted = process.env.AGENTRL_GPU_TEST_DEVICE as Device | undefined;
-const candidates: Device[] = wanted ? [wanted] : ['cuda', 'rocm'];
-const device = candidates.find((d) => deviceUnavailableReason(d) === undefined);
-const where = device
-  ? `on ${device}`
-  : `skipped, no GPU: ${candidates.map((d) => `${d}: ${deviceUnavailableReason(d)}`).join('; ')}`;
+const { device, reasons } = firstRunnableDevice(wanted ? [wanted] : ['cuda', 'rocm']);
+const where = device ? `on ${device}` : `skipped, no GPU: ${reasons}`;
 const gpu = device ?? 'cuda';
 // AGENTRL_GPU_PRECISION=bf16 (scripts/gpu-check.sh): bf16 tensor-core products, compared at 3e-2.
 const precision = process.env.AGENTRL_GPU_PRECISION === 'bf16' ? 'bf16' : 'fp32';
@@ -356,6 +359,18 @@ describe('choosing the device', () => {
       /device 'cuda' cannot run the engine here: .+Use device: 'cpu'/,
     );
   });
+
+  it.skipIf(device === 'cuda')(
+    'firstRunnableDevice: the first that runs, and why the ones before do not',
+    () => {
+      expect(firstRunnableDevice(['cpu'])).toEqual({ device: 'cpu', reasons: '' });
+      expect(firstRunnableDevice(['cuda', 'cpu'])).toEqual({
+        device: 'cpu',
+        reasons: `cuda: ${deviceUnavailableReason('cuda')}`,
+      });
+      expect(firstRunnableDevice(['cuda']).device).toBeUndefined();
+    },
+  );
 
   it('an unknown device is rejected', () => {
     expect(() => createModel(configs.qwen3, { device: 'tpu' as Device })).toThrow(

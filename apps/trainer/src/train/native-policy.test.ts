@@ -9,6 +9,7 @@ import {
   createModel,
   type Device,
   deviceUnavailableReason,
+  firstRunnableDevice,
   loadModel,
   saveModel,
 } from '@agentrl/engine';
@@ -219,22 +220,13 @@ describe('a policy opened for eval', () => {
 // the engine (scripts/gpu-check.sh sets AGENTRL_GPU_TEST_DEVICE=cuda); elsewhere listed as skipped
 // with the reason in the name.
 const wanted = process.env.AGENTRL_GPU_TEST_DEVICE as Device | undefined;
-const candidates: Device[] = wanted ? [wanted] : ['cuda', 'rocm'];
-const gpu = candidates.find((d) => deviceUnavailableReason(d) === undefined);
-const where = gpu
-  ? `on ${gpu}`
-  : `skipped, no GPU: ${candidates.map((d) => `${d}: ${deviceUnavailableReason(d)}`).join('; ')}`;
+const { device: gpu, reasons } = firstRunnableDevice(wanted ? [wanted] : ['cuda', 'rocm']);
+const where = gpu ? `on ${gpu}` : `skipped, no GPU: ${reasons}`;
 
-/** max |a - b| / max |b| */
-function rel(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let num = 0;
-  let den = 1e-12;
-  for (let i = 0; i < b.length; i++) {
-    num = Math.max(num, Math.abs((a[i] ?? 0) - (b[i] ?? 0)));
-    den = Math.max(den, Math.abs(b[i] ?? 0));
-  }
-  return num / den;
-}
+/** max |a - b| / max |b| over two tensors */
+const rel = (a: Float32Array, b: Float32Array) =>
+  b.reduce((m, v, i) => Math.max(m, Math.abs((a[i] ?? 0) - v)), 0) /
+  b.reduce((m, v) => Math.max(m, Math.abs(v)), 1e-12);
 
 describe(`NativeTrainer with --device (${where})`, () => {
   it.skipIf(gpu === 'cuda')('device cuda that cannot run here is refused with the reason', async () => {
