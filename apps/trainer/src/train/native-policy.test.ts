@@ -251,6 +251,7 @@ describe(`NativeTrainer with --device (${where})`, () => {
         tokenizer: tok,
       });
       expect(dev.model.device).toBe(gpu);
+      const initial = paramsOf(cpu);
       const sft = [0, 1, 2].map((i) => {
         const mb = microBatch(10 + i, [50, 40], V);
         return {
@@ -273,9 +274,13 @@ describe(`NativeTrainer with --device (${where})`, () => {
         expect(rd.trainTokens).toBe(rc.trainTokens);
         expect(Math.abs(rd.clipFracHigh - rc.clipFracHigh)).toBeLessThan(1e-6);
       }
+      // AdamW divides by sqrt(v): on coordinates whose gradient is near zero, fp32 rounding
+      // differences of the gradient become visible update differences. Bound them by the update
+      // itself: each tensor is within 5% of how far 3 steps moved it (HIP-CPU: 1.5% at worst, most
+      // tensors 0.05%).
       const pc = paramsOf(cpu);
       paramsOf(dev).forEach((p, i) => {
-        expect(rel(p, pc[i]!)).toBeLessThan(1e-4);
+        expect(rel(p, pc[i]!)).toBeLessThan(0.05 * rel(pc[i]!, initial[i]!));
       });
       const ckpt = tempDir();
       await dev.save(ckpt);
