@@ -81,6 +81,11 @@ describe(`agentrl train --device (${where})`, () => {
       expect(r.stderr).not.toMatch(/unexpected error/);
       // stopped before the run directory was made
       expect(existsSync(join(runs, 'nocuda'))).toBe(false);
+      // and before the data is read: a missing dataset file is not what it reports
+      const data = ['--task.kind', 'files', '--task.trainFiles', '["/nonexistent/train.jsonl"]'];
+      const first = await cli([...smoke('nodata', 'cuda'), ...data]);
+      expect(first.stderr).toContain(`--device cuda cannot run the engine here: ${why}`);
+      expect(first.stderr).not.toMatch(/dataset/);
     },
   );
 
