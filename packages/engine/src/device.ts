@@ -92,6 +92,23 @@ export function deviceUnavailableReason(
 }
 
 /**
+ * The first of `candidates` that can run `operation` here, or undefined; `reasons` lists why each
+ * refused one cannot ("cuda: ...; rocm: ..."), for a log line or the name of a skipped GPU test.
+ */
+export function firstRunnableDevice(
+  candidates: readonly Device[],
+  operation: NativeOperation = 'engineTrain',
+): { device: Device | undefined; reasons: string } {
+  const refused: string[] = [];
+  for (const d of candidates) {
+    const why = deviceUnavailableReason(d, operation);
+    if (why === undefined) return { device: d, reasons: refused.join('; ') };
+    refused.push(`${d}: ${why}`);
+  }
+  return { device: undefined, reasons: refused.join('; ') };
+}
+
+/**
  * The binding of a model on `device`. The CPU gets the engine component as is. A GPU device gets
  * the engineGpu component wrapped so that the host mirror (the Float32Array views that
  * `parameters()`, `lmHeadWeight()` and `adamMoments()` return) stays consistent: reading the views

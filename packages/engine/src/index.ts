@@ -33,6 +33,7 @@ export {
   deviceGemmPath,
   devicePolicyLoss,
   deviceUnavailableReason,
+  firstRunnableDevice,
   sampleOnDevice,
 } from './device.js';
 export { EngineError, EngineErrorCode } from './errors.js';

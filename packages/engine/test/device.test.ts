@@ -1,6 +1,16 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
-import { type Device, devicePolicyLoss, deviceUnavailableReason, sampleOnDevice } from '../src/device.js';
+import { loadModel, saveModel } from '../src/checkpoint.js';
+import {
+  type Device,
+  devicePolicyLoss,
+  deviceUnavailableReason,
+  firstRunnableDevice,
+  sampleOnDevice,
+} from '../src/device.js';
 import { createModel, type Model } from '../src/model.js';
 import { createAdamW } from '../src/optimizer.js';
 import { logSoftmaxAt, tinyConfig } from './helpers.js';
@@ -10,11 +20,8 @@ import { logSoftmaxAt, tinyConfig } from './helpers.js';
 // the kernels: scripts/hip-cpu-check.sh sets AGENTRL_GPU_TEST_DEVICE=rocm); elsewhere every test
 // is listed as skipped with the reason in its name.
 const wanted = process.env.AGENTRL_GPU_TEST_DEVICE as Device | undefined;
-const candidates: Device[] = wanted ? [wanted] : ['cuda', 'rocm'];
-const device = candidates.find((d) => deviceUnavailableReason(d) === undefined);
-const where = device
-  ? `on ${device}`
-  : `skipped, no GPU: ${candidates.map((d) => `${d}: ${deviceUnavailableReason(d)}`).join('; ')}`;
+const { device, reasons } = firstRunnableDevice(wanted ? [wanted] : ['cuda', 'rocm']);
+const where = device ? `on ${device}` : `skipped, no GPU: ${reasons}`;
 const gpu = device ?? 'cuda';
 // AGENTRL_GPU_PRECISION=bf16 (scripts/gpu-check.sh): bf16 tensor-core products, compared at 3e-2.
 const precision = process.env.AGENTRL_GPU_PRECISION === 'bf16' ? 'bf16' : 'fp32';
@@ -270,6 +277,78 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
   );
 });
 
+const ckptRoot = await mkdtemp(join(tmpdir(), 'agentrl-device-'));
+afterAll(() => rm(ckptRoot, { recursive: true, force: true }));
+
+/** A tiny HF checkpoint of a CPU model (seed 21), saved once, shared by the loadModel tests. */
+let saved: Promise<{ dir: string; src: Model }> | undefined;
+function checkpoint(): Promise<{ dir: string; src: Model }> {
+  saved ??= (async () => {
+    const src = createModel(configs.qwen2, { seed: 21 });
+    const dir = join(ckptRoot, 'qwen2');
+    await saveModel(src, dir, { dtype: 'float32' });
+    return { dir, src };
+  })();
+  return saved;
+}
+
+describe(`loadModel(dir, { device }) (${where})`, () => {
+  it('device cpu loads as before: same weights, on the cpu', async () => {
+    const { dir, src } = await checkpoint();
+    const m = await loadModel(dir, { device: 'cpu' });
+    expect(m.device).toBe('cpu');
+    const ps = src.parameters();
+    m.parameters().forEach((p, i) => {
+      expect(p.data).toEqual(ps[i]?.data);
+    });
+  });
+
+  it.skipIf(device === 'cuda')(
+    'device cuda that cannot run here fails before reading, naming the device and the reason',
+    async () => {
+      const why = deviceUnavailableReason('cuda') ?? '';
+      expect(why.length).toBeGreaterThan(0);
+      // A directory that does not exist: the device error comes first, not CHECKPOINT_NOT_FOUND.
+      await expect(loadModel(join(ckptRoot, 'absent'), { device: 'cuda' })).rejects.toThrow(
+        `device 'cuda' cannot run the engine here: ${why}. Use device: 'cpu'`,
+      );
+      const { dir } = await checkpoint();
+      await expect(loadModel(dir, { device: 'cuda', training: false })).rejects.toThrow(
+        /device 'cuda' cannot run the engine here/,
+      );
+    },
+  );
+
+  it.skipIf(device === 'rocm')('device rocm that cannot run here fails with its reason', async () => {
+    const { dir } = await checkpoint();
+    await expect(loadModel(dir, { device: 'rocm' })).rejects.toThrow(
+      `device 'rocm' cannot run the engine here: ${deviceUnavailableReason('rocm')}.`,
+    );
+  });
+
+  it.skipIf(!device)(
+    'a checkpoint loaded onto the device gives the CPU forward and trains there',
+    async () => {
+      const { dir, src } = await checkpoint();
+      const dev = await loadModel(dir, { device: gpu, precision });
+      expect(dev.device).toBe(gpu);
+      const batch = packSequences(seqs);
+      expect(rel(dev.forwardHidden(batch).hidden, src.forwardHidden(batch).hidden)).toBeLessThan(forwardTol);
+      const mask = new Uint8Array(batch.tokenIds.length).fill(1);
+      const before = dev.sftLoss(batch, mask).loss;
+      createAdamW(dev, { lr: 1e-2, warmupSteps: 0 }).step();
+      dev.zeroGrad();
+      expect(dev.sftLoss(batch, mask).loss).toBeLessThan(before);
+      // The trained weights come back to the host for a save (fp32), and differ from the checkpoint's.
+      const out = join(ckptRoot, `trained-${gpu}`);
+      await saveModel(dev, out, { dtype: 'float32' });
+      const back = await loadModel(out);
+      const moved = back.parameters().some((p, i) => rel(p.data, src.parameters()[i]?.data ?? []) > 0);
+      expect(moved).toBe(true);
+    },
+  );
+});
+
 describe('choosing the device', () => {
   it('cpu is the default and needs no GPU', () => {
     expect(createModel(configs.qwen3).device).toBe('cpu');
@@ -280,6 +359,18 @@ describe('choosing the device', () => {
       /device 'cuda' cannot run the engine here: .+Use device: 'cpu'/,
     );
   });
+
+  it.skipIf(device === 'cuda')(
+    'firstRunnableDevice: the first that runs, and why the ones before do not',
+    () => {
+      expect(firstRunnableDevice(['cpu'])).toEqual({ device: 'cpu', reasons: '' });
+      expect(firstRunnableDevice(['cuda', 'cpu'])).toEqual({
+        device: 'cpu',
+        reasons: `cuda: ${deviceUnavailableReason('cuda')}`,
+      });
+      expect(firstRunnableDevice(['cuda']).device).toBeUndefined();
+    },
+  );
 
   it('an unknown device is rejected', () => {
     expect(() => createModel(configs.qwen3, { device: 'tpu' as Device })).toThrow(

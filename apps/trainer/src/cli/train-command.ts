@@ -5,7 +5,7 @@ import { TrainerError } from '../errors.js';
 import { createProgress } from '../run/progress.js';
 import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
-import { createEnvironment } from '../train/create-environment.js';
+import { assertDeviceRuns, createEnvironment } from '../train/create-environment.js';
 import { loadSftSource } from '../train/sft-source.js';
 import { checkTokenBudget } from '../train/token-budget.js';
 import { prepareResume, train } from '../train/trainer.js';
@@ -69,6 +69,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(cfg, null, 2)}\n`);
     return 0;
   }
+  assertDeviceRuns(cfg.device); // before the data is read: a --device that cannot run stops here
   const progress = createProgress(cfg.progress);
   const split = await loadSplit(cfg, (l) => progress.log(l));
   const env = await createEnvironment(cfg, {

@@ -2,6 +2,7 @@ import {
   type AdamW,
   createAdamW,
   createModel,
+  devicePolicyLoss,
   hasOptimizerState,
   loadModel,
   loadOptimizerState,
@@ -11,7 +12,7 @@ import {
   saveOptimizerState,
 } from '@agentrl/engine';
 import type { MicroBatch } from '@agentrl/grpo';
-import { fusedLinearPolicyLoss } from '@agentrl/kernels';
+import { fusedLinearPolicyLoss, nativePolicyLossConfig, parsePolicyLossConfig } from '@agentrl/kernels';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
@@ -49,7 +50,9 @@ export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: num
  * The trainable side of the native engine: one Model whose weights the in-process generator samples
  * from (so the weight sync after an update is the version bump AdamW does), an AdamW per phase (SFT
  * then RL, moments reset between them), masked cross-entropy for SFT and the fused-linear GRPO loss
- * of @agentrl/kernels for RL.
+ * of @agentrl/kernels for RL. With `device: cuda | rocm` the model lives on that GPU: the SFT
+ * cross-entropy and the fused-linear loss (engine's devicePolicyLoss) run there, the generator's
+ * KV-cache decode too, and saves read the fp32 master weights back from the device.
  */
 export class NativeTrainer implements TrainablePolicy {
   private phase: 'sft' | 'rl' = 'sft';
@@ -80,11 +83,13 @@ export class NativeTrainer implements TrainablePolicy {
   ): Promise<NativeTrainer> {
     const tok = opts.tokenizer.tokenizer;
     const training = opts.trainable ?? true;
+    const device = cfg.device;
     const model = opts.initDir
-      ? await loadModel(opts.initDir, { training })
+      ? await loadModel(opts.initDir, { training, device })
       : createModel(hfConfigFor(cfg, tok.vocabSize, tok.eosTokenId), {
           seed: hashSeed(cfg.seed, 'init'),
           training,
+          device,
         });
     assertTokenizerFits(opts.tokenizer, model.config.vocab_size, opts.initDir);
     const t = new NativeTrainer(model, cfg, opts.tokenizer.dir);
@@ -158,22 +163,54 @@ export class NativeTrainer implements TrainablePolicy {
     return { loss: lossSum / Math.max(1, targets), gradNorm: r.gradNorm, tokens: targets, lr: r.lr };
   }
 
-  /** One GRPO update: fused-linear policy loss per micro-batch, gradients accumulated, one AdamW step. */
+  /**
+   * One GRPO update: fused-linear policy loss per micro-batch, gradients accumulated, one AdamW
+   * step. On the CPU the loss is @agentrl/kernels' fusedLinearPolicyLoss then the model's backward;
+   * on a GPU model the engine's devicePolicyLoss does both on the device (no [T, V] logits, no
+   * hidden-state gradient crossing to the host).
+   */
   policyStep(microBatches: readonly MicroBatch[], opts: PolicyLossOptions): PolicyStepMetrics {
     const optimizer = this.optimizer;
     const shifted = microBatches.map(shiftForNextToken);
     const tokenCount = shifted.reduce((n, s) => n + s.count, 0);
-    const H = this.model.shape.hidden;
-    const V = this.model.shape.vocab;
-    // fused-linear adds each micro-batch's lm_head gradient into the model's own buffer: no [V, H]
-    // array per micro-batch (2.3 GiB at V = 151,936, H = 4096)
-    const dLmHead = this.model.lmHeadGrad();
+    const lossOptions = {
+      temperature: opts.temperature,
+      clipLow: opts.clipLow,
+      clipHigh: opts.clipHigh,
+      dualClip: opts.dualClip,
+      aggregation: opts.aggregation,
+      tokenCount,
+      seqCount: microBatches.reduce((n, b) => n + b.cuSeqlens.length - 1, 0),
+      horizon: this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1),
+    };
+    const lossOf = this.model.device === 'cpu' ? this.hostLoss(lossOptions) : this.deviceLoss(lossOptions);
     let loss = 0;
     const acc = { clipFracLow: 0, clipFracHigh: 0, approxKl: 0, rolloutTrainLogprobMaxAbsDiff: 0 };
     for (let i = 0; i < microBatches.length; i++) {
       const mb = microBatches[i]!;
       const s = shifted[i]!;
       if (s.count === 0) continue;
+      const r = lossOf(mb, s);
+      const diff = maxAbsDiffMasked(s.oldLogprobs, r.logprobs, s.lossMask);
+      acc.rolloutTrainLogprobMaxAbsDiff = Math.max(acc.rolloutTrainLogprobMaxAbsDiff, diff);
+      loss += r.loss;
+      const w = r.metrics.tokens / Math.max(1, tokenCount);
+      acc.clipFracLow += r.metrics.clipFracLow * w;
+      acc.clipFracHigh += r.metrics.clipFracHigh * w;
+      acc.approxKl += r.metrics.approxKl * w;
+    }
+    const step = optimizer.step();
+    return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };
+  }
+
+  /** The CPU micro-batch loss: forward, fused-linear loss on the host, backward. */
+  private hostLoss(options: MicroBatchLossOptions): MicroBatchLoss {
+    const H = this.model.shape.hidden;
+    const V = this.model.shape.vocab;
+    // fused-linear adds each micro-batch's lm_head gradient into the model's own buffer: no [V, H]
+    // array per micro-batch (2.3 GiB at V = 151,936, H = 4096)
+    const dLmHead = this.model.lmHeadGrad();
+    return (mb, s) => {
       const { hidden } = this.model.forwardHidden({ tokenIds: mb.tokenIds, cuSeqlens: mb.cuSeqlens });
       const r = fusedLinearPolicyLoss(
         {
@@ -187,30 +224,30 @@ export class NativeTrainer implements TrainablePolicy {
           lossMask: s.lossMask,
           cuSeqlens: mb.cuSeqlens,
         },
-        {
-          temperature: opts.temperature,
-          clipLow: opts.clipLow,
-          clipHigh: opts.clipHigh,
-          dualClip: opts.dualClip,
-          aggregation: opts.aggregation,
-          tokenCount,
-          seqCount: microBatches.reduce((n, b) => n + b.cuSeqlens.length - 1, 0),
-          horizon: this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1),
-          dWeightOut: dLmHead,
-          accumulate: true,
-        },
+        { ...options, dWeightOut: dLmHead, accumulate: true },
       );
-      const diff = maxAbsDiffMasked(s.oldLogprobs, r.logprobs, s.lossMask);
-      acc.rolloutTrainLogprobMaxAbsDiff = Math.max(acc.rolloutTrainLogprobMaxAbsDiff, diff);
       this.model.backwardFromHidden(r.dHidden);
-      loss += r.loss;
-      const w = r.metrics.tokens / Math.max(1, tokenCount);
-      acc.clipFracLow += r.metrics.clipFracLow * w;
-      acc.clipFracHigh += r.metrics.clipFracHigh * w;
-      acc.approxKl += r.metrics.approxKl * w;
-    }
-    const step = optimizer.step();
-    return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };
+      return r;
+    };
+  }
+
+  /** The GPU micro-batch loss: forward, then devicePolicyLoss (loss and backward on the device). */
+  private deviceLoss(options: MicroBatchLossOptions): MicroBatchLoss {
+    const config = { ...nativePolicyLossConfig(parsePolicyLossConfig(options)) };
+    return (mb, s) => {
+      this.model.forwardHidden({ tokenIds: mb.tokenIds, cuSeqlens: mb.cuSeqlens });
+      const logprobs = new Float32Array(mb.tokenIds.length);
+      const { loss, ...metrics } = devicePolicyLoss(this.model, {
+        config,
+        targets: s.targets,
+        oldLogprobs: s.oldLogprobs,
+        advantages: s.advantages,
+        lossMask: s.lossMask,
+        cuSeqlens: mb.cuSeqlens,
+        logp: logprobs,
+      });
+      return { loss, metrics, logprobs };
+    };
   }
 
   /** The weights alone as an HF checkpoint (what a server loads on a weight sync). */
@@ -229,6 +266,18 @@ export class NativeTrainer implements TrainablePolicy {
     copyTokenizerFiles(this.tokenizerDir, dir);
   }
 }
+
+type MicroBatchLossOptions = PolicyLossOptions & { tokenCount: number; seqCount: number; horizon: number };
+
+/** One micro-batch's policy loss (its gradients accumulated into the model) and what it reports. */
+type MicroBatchLoss = (
+  mb: MicroBatch,
+  s: ReturnType<typeof shiftForNextToken>,
+) => {
+  loss: number;
+  logprobs: ArrayLike<number>;
+  metrics: { tokens: number; clipFracLow: number; clipFracHigh: number; approxKl: number };
+};
 
 function countTargets(mask: readonly number[]): number {
   let n = 0;
