@@ -43,6 +43,13 @@ Napi::Value Backends(const Napi::CallbackInfo& info) {
     o.Set("runnable", st.devices > 0);
     o.Set("devices", st.devices);
     o.Set("detail", st.detail);
+    // The C ABI entry points this object exports: listBackends() turns them into per-operation answers.
+    Napi::Array symbols = Napi::Array::New(env);
+    for (const char* sym : {"agentrl_policy_loss", "agentrl_fused_linear", "agentrl_engine_create",
+                            "agentrl_engine_extend", "agentrl_engine_sample", "agentrl_engine_policy_loss"}) {
+      if (agentrl::gpu::HasSymbol(backend, sym)) symbols.Set(symbols.Length(), sym);
+    }
+    o.Set("symbols", symbols);
     out.Set(i++, o);
   }
   return out;

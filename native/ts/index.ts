@@ -6,10 +6,32 @@ import { fileURLToPath } from 'node:url';
 /** The raw addon: `modules()` plus one namespace object per registered C++ component. */
 export interface NativeAddon {
   modules(): string[];
-  backends(): NativeBackendInfo[];
+  backends(): RawBackendInfo[];
   /** Comma-separated backends CMake compiled in, e.g. `cpu,cuda,hip`. */
   builtBackends: string;
   [component: string]: unknown;
+}
+
+/**
+ * The operations a native backend can provide:
+ * - `policyLoss`: the GRPO-RoC loss on materialised logits (`@agentrl/kernels` policyLoss)
+ * - `fusedLinearLoss`: the fused-linear loss on hidden states (`fusedLinearPolicyLoss`)
+ * - `engineTrain`: the engine's model forward / backward / AdamW with device-resident state
+ * - `engineDecode`: KV-cache decode (`extend`) and on-device sampling
+ */
+export type NativeOperation = 'policyLoss' | 'fusedLinearLoss' | 'engineTrain' | 'engineDecode';
+
+export const NATIVE_OPERATIONS: readonly NativeOperation[] = [
+  'policyLoss',
+  'fusedLinearLoss',
+  'engineTrain',
+  'engineDecode',
+];
+
+/** Whether one operation can run on one backend here, and why not when it cannot. */
+export interface NativeOperationInfo {
+  runnable: boolean;
+  detail: string;
 }
 
 /** One native backend: `compiled` (built into this addon) and `runnable` (a device is usable here). */
@@ -21,6 +43,42 @@ export interface NativeBackendInfo {
   devices: number;
   /** Device name, threading, or why the backend cannot run. */
   detail: string;
+  /** Per operation: can it run on this backend here, and why not. */
+  operations: Record<NativeOperation, NativeOperationInfo>;
+}
+
+/** What the addon's `backends()` returns: the GPU entries list the C ABI symbols their object exports. */
+export interface RawBackendInfo extends Omit<NativeBackendInfo, 'operations'> {
+  symbols?: string[];
+}
+
+/** The C ABI entry point that provides each operation in agentrl_cuda.so / agentrl_hip.so. */
+const OPERATION_SYMBOLS: Record<NativeOperation, string[]> = {
+  policyLoss: ['agentrl_policy_loss'],
+  fusedLinearLoss: ['agentrl_fused_linear'],
+  engineTrain: ['agentrl_engine_create', 'agentrl_engine_policy_loss'],
+  engineDecode: ['agentrl_engine_extend', 'agentrl_engine_sample'],
+};
+
+function operationsOf(b: RawBackendInfo): Record<NativeOperation, NativeOperationInfo> {
+  const out = {} as Record<NativeOperation, NativeOperationInfo>;
+  const symbols = b.symbols ?? [];
+  for (const op of NATIVE_OPERATIONS) {
+    const missing = OPERATION_SYMBOLS[op].filter((s) => !symbols.includes(s));
+    if (b.name === 'cpu') {
+      out[op] = { runnable: true, detail: 'CPU kernels' };
+    } else if (!b.compiled || (!b.runnable && symbols.length === 0)) {
+      out[op] = { runnable: false, detail: b.detail };
+    } else if (missing.length > 0) {
+      out[op] = {
+        runnable: false,
+        detail: `agentrl_${b.name}.so has no ${missing.join(', ')}: rebuild it (pnpm --filter @agentrl/native build)`,
+      };
+    } else {
+      out[op] = { runnable: b.runnable, detail: b.detail };
+    }
+  }
+  return out;
 }
 
 export class NativeLoadError extends Error {
@@ -82,6 +140,9 @@ let backendsCache: NativeBackendInfo[] | undefined;
  * Probing a GPU runtime happens once per process.
  */
 export function listBackends(): NativeBackendInfo[] {
-  backendsCache ??= loadNative().backends();
-  return backendsCache.map((b) => ({ ...b }));
+  backendsCache ??= (loadNative().backends() as RawBackendInfo[]).map((raw) => {
+    const { symbols: _symbols, ...b } = raw;
+    return { ...b, operations: operationsOf(raw) };
+  });
+  return backendsCache.map((b) => ({ ...b, operations: { ...b.operations } }));
 }

@@ -3,8 +3,21 @@
 // Kernels avoid warp shuffles (warp 32 on NVIDIA, wavefront 64 on CDNA) and reduce in shared memory.
 #pragma once
 
-#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
+#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__) || defined(AGENTRL_HIP_CPU)
+// AGENTRL_HIP_CPU: the same sources built by g++ against ROCm's header-only HIP-CPU runtime (kernels
+// run on host threads), used only to check the kernels without a GPU (scripts/hip-cpu-check.sh).
 #include <hip/hip_runtime.h>
+#define AGENTRL_GPU_IS_HIP 1
+#if defined(AGENTRL_HIP_CPU)
+#include <cstring>
+// Device intrinsics HIP-CPU lacks (glibc declares an __expf it does not export).
+#define __expf(x) expf(x)
+inline float __uint_as_float(unsigned int x) {
+  float f;
+  std::memcpy(&f, &x, sizeof f);
+  return f;
+}
+#endif
 #define AGENTRL_GPU_NAME "hip"
 using gpuError_t = hipError_t;
 using gpuStream_t = hipStream_t;
@@ -21,6 +34,23 @@ using gpuDeviceProp = hipDeviceProp_t;
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetDeviceCount hipGetDeviceCount
 #define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define gpuMemsetAsync hipMemsetAsync
+#define gpuMemcpyAsync hipMemcpyAsync
+#define gpuStreamSynchronize hipStreamSynchronize
+// HIP-CPU has no triple-chevron launch (plain C++ compilers cannot parse it); hipcc accepts both.
+#if defined(AGENTRL_HIP_CPU)
+// HIP-CPU's null stream can run two consecutive launches at once (Runtime::wait_all_streams_ drains
+// it from two threads), which breaks stream order; the check build waits after every launch.
+#define AGENTRL_LAUNCH(kernel, grid, block, stream, ...)                            \
+  do {                                                                                \
+    hipLaunchKernelGGL(kernel, dim3(grid), dim3(block), 0, stream, __VA_ARGS__);   \
+    (void)hipDeviceSynchronize();                                                   \
+  } while (0)
+#else
+#define AGENTRL_LAUNCH(kernel, grid, block, stream, ...) \
+  hipLaunchKernelGGL(kernel, dim3(grid), dim3(block), 0, stream, __VA_ARGS__)
+#endif
 #else
 #include <cuda_runtime.h>
 #define AGENTRL_GPU_NAME "cuda"
@@ -39,6 +69,11 @@ using gpuDeviceProp = cudaDeviceProp;
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetDeviceCount cudaGetDeviceCount
 #define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuMemsetAsync cudaMemsetAsync
+#define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define AGENTRL_LAUNCH(kernel, grid, block, stream, ...) kernel<<<grid, block, 0, stream>>>(__VA_ARGS__)
 #endif
 
 #include <stdexcept>

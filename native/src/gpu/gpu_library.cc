@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -41,7 +42,10 @@ Loaded LoadOne(Backend backend) {
                        (backend == Backend::kCuda ? "nvcc on PATH" : "hipcc installed") + ")";
     return out;
   }
-  std::string path = AddonDir() + "/agentrl_" + Name(backend) + ".so";
+  // AGENTRL_CUDA_LIBRARY / AGENTRL_HIP_LIBRARY: load that object instead (e.g. a HIP-CPU build of
+  // the same sources, scripts/hip-cpu-check.sh, or an object built on a GPU machine).
+  const char* env_path = std::getenv(backend == Backend::kCuda ? "AGENTRL_CUDA_LIBRARY" : "AGENTRL_HIP_LIBRARY");
+  std::string path = env_path && *env_path ? std::string(env_path) : AddonDir() + "/agentrl_" + Name(backend) + ".so";
   out.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (out.handle == nullptr) {
     const char* err = dlerror();
@@ -74,6 +78,11 @@ Loaded& Slot(Backend backend) {
 const char* Name(Backend backend) { return backend == Backend::kCuda ? "cuda" : "hip"; }
 
 const LibraryState& State(Backend backend) { return Slot(backend).state; }
+
+bool HasSymbol(Backend backend, const char* name) {
+  Loaded& slot = Slot(backend);
+  return slot.handle != nullptr && dlsym(slot.handle, name) != nullptr;
+}
 
 void* Symbol(Backend backend, const char* name) {
   Loaded& slot = Slot(backend);

@@ -20,6 +20,9 @@ const LibraryState& State(Backend backend);
 /** A symbol of a runnable backend; throws std::runtime_error saying why when it is not runnable. */
 void* Symbol(Backend backend, const char* name);
 
+/** Whether the loaded object exports `name` (whether or not a device is present). */
+bool HasSymbol(Backend backend, const char* name);
+
 const char* Name(Backend backend);
 
 }  // namespace agentrl::gpu

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gpu/gpu_library.h"
+#include "kernels/gpu_fused_linear.h"
 #include "kernels/gpu_policy_loss.h"
 #include "kernels/policy_loss.h"
 #include "napi_args.h"
@@ -250,6 +251,26 @@ Napi::Value PolicyLossAsync(const Napi::CallbackInfo& info) {
   });
 }
 
+/** The device fused-linear loss (kernels/cuda/fused_linear.cu) on host arrays: copies in and out. */
+Metrics FusedLinearGpu(const std::string& backend, const LossConfig& c, const TokenInputs& in, const float* hidden,
+                       const float* weight, int64_t H, int64_t V, float* dh, float* dw, float* logp, int64_t* ws,
+                       bool accumulate) {
+  if (backend != "cuda" && backend != "hip") throw InvalidArgument("backend must be cpu, cuda or hip");
+  void* sym;
+  try {
+    sym = gpu::Symbol(backend == "cuda" ? gpu::Backend::kCuda : gpu::Backend::kHip, "agentrl_fused_linear");
+  } catch (const std::exception& e) {
+    throw BackendUnavailable(e.what());
+  }
+  AgentrlFusedLinearArgs args{c, in, hidden, weight, H, V, dh, dw, accumulate ? 1 : 0, logp, nullptr, {}, 0};
+  char err[512] = {0};
+  const int rc = reinterpret_cast<agentrl_fused_linear_fn>(sym)(&args, err, sizeof(err));
+  if (rc == 2) throw InvalidArgument(err + 8);  // strip "invalid:"
+  if (rc != 0) throw std::runtime_error(err);
+  *ws = args.workspace_bytes;
+  return args.metrics;
+}
+
 Napi::Value FusedLinear(const Napi::CallbackInfo& info) {
   return Guard(info, [](Napi::Env env, Napi::Object o) -> Napi::Value {
     const int64_t V = Int(o, "vocabSize"), H = Int(o, "hiddenSize");
@@ -263,7 +284,11 @@ Napi::Value FusedLinear(const Napi::CallbackInfo& info) {
     float* dw = Typed<float>(o, "dWeight", V * H).Data();
     float* logp = Typed<float>(o, "logp", T).Data();
     int64_t ws = 0;
-    Metrics m = FusedLinearCpu(c, in, hidden, weight, H, V, dh, dw, logp, &ws, o.Get("accumulate").ToBoolean());
+    const std::string backend = o.Has("backend") ? o.Get("backend").ToString().Utf8Value() : "cpu";
+    Metrics m = backend == "cpu"
+                    ? FusedLinearCpu(c, in, hidden, weight, H, V, dh, dw, logp, &ws, o.Get("accumulate").ToBoolean())
+                    : FusedLinearGpu(backend, c, in, hidden, weight, H, V, dh, dw, logp, &ws,
+                                     o.Get("accumulate").ToBoolean());
     Napi::Object r = MetricsToJs(env, m);
     r.Set("workspaceBytes", static_cast<double>(ws));
     return r;

@@ -1,6 +1,9 @@
 import { loadCheckpointTokenizer, loadModel, type Model, type Tokenizer } from '@agentrl/engine';
 import { EngineServerError } from './errors.js';
 
+/** A served model is only run forward (generation, prompt logprobs): no gradients, no Adam moments. */
+export const SERVED = { training: false } as const;
+
 export interface OpenCheckpoint {
   model: Model;
   tokenizer: Tokenizer;
@@ -17,7 +20,7 @@ export interface OpenCheckpoint {
 export async function openCheckpoint(dir: string): Promise<OpenCheckpoint> {
   let model: Model;
   try {
-    model = await loadModel(dir);
+    model = await loadModel(dir, SERVED);
   } catch (err) {
     throw new EngineServerError('CHECKPOINT', `cannot serve ${dir}: ${(err as Error).message}`, {
       cause: err,

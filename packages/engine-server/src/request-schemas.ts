@@ -127,8 +127,10 @@ export const SglangGenerateRequestSchema = z
     rid: z.union([z.string(), z.array(z.string())]).optional(),
     sampling_params: z.union([SglangSamplingSchema, z.array(SglangSamplingSchema)]).optional(),
     return_logprob: z.union([z.boolean(), z.array(z.boolean())]).optional(),
-    logprob_start_len: z.number().int().optional(),
-    top_logprobs_num: z.number().int().nonnegative().optional(),
+    logprob_start_len: z.union([z.number().int(), z.array(z.number().int())]).optional(),
+    top_logprobs_num: z
+      .union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())])
+      .optional(),
     return_text_in_logprobs: z.boolean().optional(),
     stream: z.boolean().optional(),
   })

@@ -1,6 +1,7 @@
 import { createGenerator, loadModel, type Model, packSequences, type Tokenizer } from '@agentrl/engine';
 import { createNativeAdapter, type EngineAdapter, type GenerateResult } from '@agentrl/rollout';
 import { EngineServerError } from './errors.js';
+import { SERVED } from './open-checkpoint.js';
 import { createPrefixCache } from './prefix-cache.js';
 import type { GenerationSpec } from './sampling.js';
 
@@ -61,21 +62,16 @@ export class ServedEngine {
     return this.model.config.max_position_embeddings;
   }
 
-  /** Samples one continuation of `tokenIds`; `topLogprobs` > 0 adds the k most likely tokens per step. */
-  async generate(
-    rid: string,
-    tokenIds: number[],
-    spec: GenerationSpec,
-    topLogprobs = 0,
-  ): Promise<Generation> {
+  /** Refuses an empty prompt, one that does not fit the context with `maxNewTokens`, or an id outside the vocabulary. */
+  checkPrompt(tokenIds: readonly number[], maxNewTokens: number): void {
     if (tokenIds.length === 0)
       throw new EngineServerError('INVALID_REQUEST', 'the prompt is empty; send at least one token');
-    const wanted = tokenIds.length + spec.params.maxNewTokens;
+    const wanted = tokenIds.length + maxNewTokens;
     // vLLM's wording (serving_engine.py `_validate_input`): the request does not fit the context.
     if (wanted > this.maxModelLen)
       throw new EngineServerError(
         'INVALID_REQUEST',
-        `This model's maximum context length is ${this.maxModelLen} tokens. However, you requested ${wanted} tokens (${tokenIds.length} in the messages, ${spec.params.maxNewTokens} in the completion). Please reduce the length of the messages or completion.`,
+        `This model's maximum context length is ${this.maxModelLen} tokens. However, you requested ${wanted} tokens (${tokenIds.length} in the messages, ${maxNewTokens} in the completion). Please reduce the length of the messages or completion.`,
       );
     const vocab = this.model.config.vocab_size;
     const bad = tokenIds.find((t) => t >= vocab);
@@ -84,6 +80,16 @@ export class ServedEngine {
         'INVALID_REQUEST',
         `token id ${bad} is out of vocabulary (vocab_size ${vocab})`,
       );
+  }
+
+  /** Samples one continuation of `tokenIds`; `topLogprobs` > 0 adds the k most likely tokens per step. */
+  async generate(
+    rid: string,
+    tokenIds: number[],
+    spec: GenerationSpec,
+    topLogprobs = 0,
+  ): Promise<Generation> {
+    this.checkPrompt(tokenIds, spec.params.maxNewTokens);
     await this.waitForReload();
     const controller = new AbortController();
     this.controllers.set(rid, controller);
@@ -174,7 +180,7 @@ export class ServedEngine {
       this.idle = null;
       let next: Model;
       try {
-        next = await loadModel(path);
+        next = await loadModel(path, SERVED);
       } catch (err) {
         throw new EngineServerError(
           'WEIGHTS_REFUSED',

@@ -207,6 +207,80 @@ describe('raw SGLang-shaped requests', () => {
     ]);
   });
 
+  it("input_ids with return_logprob and logprob_start_len: SGLang's input and output logprob entries", async () => {
+    const seq = afterTool;
+    const mine = inProcessLogprobs(model, seq);
+    const close = (entries: Array<[number | null, number, string | null]>, from: number) => {
+      expect(entries.map((e) => e[1])).toEqual(seq.slice(from));
+      expect(entries[0]![0]).toBeNull(); // SGLang pads the first input entry with null, whatever the start
+      for (const [j, e] of entries.slice(1).entries())
+        expect(Math.abs(e[0]! - mine[from + j]!)).toBeLessThan(1e-5);
+    };
+    const sp = { temperature: 0, max_new_tokens: 4, ignore_eos: true };
+    const all = await post('/generate', {
+      input_ids: seq,
+      sampling_params: sp,
+      return_logprob: true,
+      logprob_start_len: 0,
+    });
+    expect(all.status).toBe(200);
+    close(all.body.meta_info.input_token_logprobs, 0);
+    expect(all.body.meta_info.output_token_logprobs.map((e: unknown[]) => [e[1], e[2]])).toEqual(
+      all.body.output_ids.map((t: number) => [t, null]),
+    );
+    const from5 = await post('/generate', {
+      input_ids: seq,
+      sampling_params: sp,
+      return_logprob: true,
+      logprob_start_len: 5,
+      return_text_in_logprobs: true,
+    });
+    close(from5.body.meta_info.input_token_logprobs, 5);
+    expect(from5.body.meta_info.input_token_logprobs[0][2]).toBe(tokenizer.decode([seq[5]!]));
+    // the default (-1): only the last prompt token, with a null logprob
+    const dflt = await post('/generate', { input_ids: seq, sampling_params: sp, return_logprob: true });
+    expect(dflt.body.meta_info.input_token_logprobs).toEqual([[null, seq.at(-1), null]]);
+    // max_new_tokens 0 scores the prompt without sampling
+    const scored = await post('/generate', {
+      input_ids: seq,
+      sampling_params: { max_new_tokens: 0 },
+      return_logprob: true,
+      logprob_start_len: 0,
+    });
+    expect(scored.body.output_ids).toEqual([]);
+    expect(scored.body.meta_info.finish_reason).toEqual({ type: 'length', length: 0 });
+    expect(scored.body.meta_info.input_token_logprobs).toEqual(all.body.meta_info.input_token_logprobs);
+    // batched, with per-prompt starts and top-k
+    const batch = await post('/generate', {
+      input_ids: [seq, prompt],
+      sampling_params: sp,
+      return_logprob: true,
+      logprob_start_len: [0, 3],
+      top_logprobs_num: [2, 2],
+    });
+    expect(batch.status).toBe(200);
+    close(batch.body[0].meta_info.input_token_logprobs, 0);
+    expect(batch.body[1].meta_info.input_token_logprobs).toHaveLength(prompt.length - 3);
+    const tops = batch.body[0].meta_info.input_top_logprobs;
+    expect(tops[0]).toBeNull();
+    expect(tops).toHaveLength(seq.length);
+    for (const [j, top] of tops.slice(1).entries()) {
+      expect(top).toHaveLength(2);
+      expect(top[0][0]).toBeGreaterThanOrEqual(batch.body[0].meta_info.input_token_logprobs[j + 1][0] - 1e-9);
+    }
+    expect(batch.body[0].meta_info.output_top_logprobs).toHaveLength(4);
+    const past = await post('/generate', {
+      input_ids: [1, 2, 3],
+      sampling_params: sp,
+      return_logprob: true,
+      logprob_start_len: 3,
+    });
+    expect(past.status).toBe(400);
+    expect(past.body.message).toMatch(
+      /logprob_start_len=3 is higher than the number of input tokens len\(input_ids\)=3/,
+    );
+  });
+
   it('/generate with stream sends server-sent events ending in [DONE]', async () => {
     const res = await fetch(`${server.url}/generate`, {
       method: 'POST',

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ModelDtype, parseModelConfig, toHfConfigJson } from './config.js';
+import { bindingForDevice, type DeviceOptions } from './device.js';
 import { EngineError } from './errors.js';
 import { createEmptyModel, type Model, type ModelMemoryOptions } from './model.js';
 import type { AdamW } from './optimizer.js';
@@ -61,16 +62,21 @@ function shardLimit(n: number | undefined): number {
   return n;
 }
 
-export interface LoadModelOptions extends ModelMemoryOptions {}
+/** `device` / `precision`: where the loaded model lives (default cpu), as for createModel. */
+export interface LoadModelOptions extends ModelMemoryOptions, DeviceOptions {}
 
 /**
  * Loads a Hugging Face checkpoint directory (config.json + model.safetensors or a sharded index),
  * reading each tensor straight into the model's weights (F32, BF16 or F16 on disk; fp32 in memory).
  * `{ training: false }` opens it for eval or serving: no gradients, no optimizer moments.
+ * `{ device: 'cuda' | 'rocm' }` loads it onto that GPU (the tensors are read into the host mirror and
+ * uploaded by the first device call); a device that cannot run here fails first, before any file is
+ * read, with createModel's error (the reason from listBackends() and `device: 'cpu'`).
  * Refuses, with the reason, a missing file, an unknown architecture, a truncated file, a missing,
  * unexpected or wrong-shaped tensor.
  */
 export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<Model> {
+  if (options.device !== undefined && options.device !== 'cpu') bindingForDevice(options);
   const configPath = join(dir, 'config.json');
   if (!existsSync(configPath)) {
     throw new EngineError(

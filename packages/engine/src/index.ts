@@ -22,6 +22,20 @@ export {
   SUPPORTED_ARCHITECTURES,
   toHfConfigJson,
 } from './config.js';
+export {
+  bindingForDevice,
+  DEVICES,
+  type Device,
+  type DeviceOptions,
+  type DevicePolicyLossArgs,
+  type DevicePolicyLossMetrics,
+  type DevicePrecision,
+  deviceGemmPath,
+  devicePolicyLoss,
+  deviceUnavailableReason,
+  firstRunnableDevice,
+  sampleOnDevice,
+} from './device.js';
 export { EngineError, EngineErrorCode } from './errors.js';
 export {
   createGenerator,

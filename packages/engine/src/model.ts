@@ -8,8 +8,9 @@ import {
   parseModelConfig,
   toNativeConfig,
 } from './config.js';
+import { bindingForDevice, type Device, type DeviceOptions } from './device.js';
 import { EngineError } from './errors.js';
-import { type EngineBinding, engineBinding, type ModelHandle } from './native.js';
+import type { EngineBinding, ModelHandle } from './native.js';
 
 /**
  * One named parameter tensor: `data` and `grad` are live views of the engine's buffers (`grad` is
@@ -53,7 +54,7 @@ export interface SftLossResult {
   numTargets: number;
 }
 
-export interface CreateModelOptions extends ModelMemoryOptions {
+export interface CreateModelOptions extends ModelMemoryOptions, DeviceOptions {
   /** Seed of the normal(0, initializer_range) init; the same seed gives the same weights. */
   seed?: number;
 }
@@ -78,6 +79,8 @@ export class Model {
   readonly handle: ModelHandle;
   /** @internal */
   readonly native: EngineBinding;
+  /** Where parameters, gradients, optimizer state and activations live (device.ts). */
+  readonly device: Device;
   private readonly params: Parameter[];
   private readonly byName = new Map<string, Parameter>();
   private readonly layout: readonly { offset: number; numel: number }[];
@@ -90,11 +93,12 @@ export class Model {
   private forwardCu: Int32Array | undefined;
 
   /** @internal use createModel / loadModel */
-  constructor(config: ModelConfig, options: ModelMemoryOptions = {}) {
+  constructor(config: ModelConfig, options: ModelMemoryOptions & DeviceOptions = {}) {
     this.config = config;
     this.shape = toNativeConfig(config);
     this.dtype = modelDtype(config);
-    this.native = engineBinding();
+    this.device = options.device ?? 'cpu';
+    this.native = bindingForDevice(options);
     const created = this.native.createModel({ ...this.shape, training: options.training ?? true });
     this.handle = created.handle;
     const buffers = this.native.buffers(this.handle);
@@ -139,16 +143,19 @@ export class Model {
 
   /** Every parameter in HF order with live data/grad views. */
   parameters(): readonly Parameter[] {
+    this.native.beforeHostAccess?.(this.handle);
     return this.params;
   }
 
   /** The parameter with this HF name, or undefined. */
   parameter(name: string): Parameter | undefined {
+    this.native.beforeHostAccess?.(this.handle);
     return this.byName.get(name);
   }
 
   /** The lm_head weight [V, H] as a live view (the embedding matrix when tied). */
   lmHeadWeight(): Float32Array {
+    this.native.beforeHostAccess?.(this.handle);
     const p = this.byName.get(this.shape.tied ? 'model.embed_tokens.weight' : 'lm_head.weight');
     if (!p) throw new EngineError('NATIVE', 'lm_head weight missing from the layout');
     return p.data;
@@ -160,6 +167,7 @@ export class Model {
    * gradient in place, with no [V, H] buffer per micro-batch.
    */
   lmHeadGrad(): Float32Array {
+    this.native.beforeHostAccess?.(this.handle);
     const p = this.byName.get(this.shape.tied ? 'model.embed_tokens.weight' : 'lm_head.weight');
     if (!p) throw new EngineError('NATIVE', 'lm_head weight missing from the layout');
     this.requireTraining('lmHeadGrad');
@@ -171,6 +179,7 @@ export class Model {
    * on the first call. @internal
    */
   adamMoments(): { m: Float32Array; v: Float32Array } {
+    this.native.beforeHostAccess?.(this.handle);
     if (!this.flat.moments) {
       this.requireTraining('an optimizer');
       const b = this.native.optimizerBuffers(this.handle);
@@ -306,12 +315,16 @@ export class Model {
 /** A randomly initialised model: normal(0, initializer_range) matrices, unit norms, zero biases. */
 export function createModel(config: ModelConfigInput | ModelConfig, options: CreateModelOptions = {}): Model {
   const parsed = parseModelConfig(config);
-  const model = new Model(parsed, options.training === undefined ? {} : { training: options.training });
+  const { seed: _seed, ...memory } = options;
+  const model = new Model(parsed, memory);
   model.native.initParams(model.handle, options.seed ?? 0, parsed.initializer_range);
   return model;
 }
 
 /** A model with all-zero weights of this config (for loaders). */
-export function createEmptyModel(config: ModelConfig, options: ModelMemoryOptions = {}): Model {
+export function createEmptyModel(
+  config: ModelConfig,
+  options: ModelMemoryOptions & DeviceOptions = {},
+): Model {
   return new Model(config, options);
 }

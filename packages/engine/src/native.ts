@@ -72,6 +72,8 @@ export interface EngineBinding {
   /** (Re)packs the panel copy of the weights unless it holds this weights version; true if it packed. */
   packForDecode(handle: ModelHandle, weightsVersion: number): boolean;
   setThreads(n: number): number;
+  /** Device models only (device.ts): called before JS reads or writes the host views. */
+  beforeHostAccess?(handle: ModelHandle): void;
 }
 
 let binding: EngineBinding | undefined;

@@ -1,4 +1,10 @@
-import { listBackends as listNativeBackends, type NativeBackendInfo } from '@agentrl/native';
+import {
+  listBackends as listNativeBackends,
+  NATIVE_OPERATIONS,
+  type NativeBackendInfo,
+  type NativeOperation,
+  type NativeOperationInfo,
+} from '@agentrl/native';
 import { getWebGpu } from './webgpu/device.js';
 
 export interface BackendInfo {
@@ -8,6 +14,8 @@ export interface BackendInfo {
   /** Can run on this machine now. */
   runnable: boolean;
   detail: string;
+  /** Native backends: per operation, whether it runs here and why not. */
+  operations?: Record<NativeOperation, NativeOperationInfo>;
 }
 
 /**
@@ -23,16 +31,26 @@ export async function listBackends(): Promise<BackendInfo[]> {
     native = listNativeBackends();
   } catch (err) {
     const detail = (err as Error).message.split('\n')[0] ?? 'native addon not loadable';
+    const operations = Object.fromEntries(
+      NATIVE_OPERATIONS.map((op) => [op, { runnable: false, detail }]),
+    ) as Record<NativeOperation, NativeOperationInfo>;
     native = (['cpu', 'cuda', 'hip'] as const).map((name) => ({
       name,
       compiled: false,
       runnable: false,
       devices: 0,
       detail,
+      operations,
     }));
   }
   for (const n of native)
-    out.push({ name: n.name, compiled: n.compiled, runnable: n.runnable, detail: n.detail });
+    out.push({
+      name: n.name,
+      compiled: n.compiled,
+      runnable: n.runnable,
+      detail: n.detail,
+      operations: n.operations,
+    });
   try {
     const gpu = await getWebGpu();
     out.push({ name: 'webgpu', compiled: true, runnable: true, detail: `Dawn on ${gpu.adapterInfo}` });

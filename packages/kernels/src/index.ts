@@ -10,6 +10,11 @@ export {
   parsePolicyLossConfig,
 } from './config.js';
 export { KernelError, KernelErrorCode } from './errors.js';
+/** The numeric config of the native kernels (what @agentrl/engine's devicePolicyLoss takes). */
+export {
+  type NativeConfig as NativePolicyLossConfig,
+  toNativeConfig as nativePolicyLossConfig,
+} from './native/binding.js';
 export {
   type FusedLinearOptions,
   fusedLinearPolicyLoss,

@@ -80,8 +80,12 @@ export async function policyLoss(
 }
 
 export interface FusedLinearOptions extends PolicyLossConfigInput {
-  /** `cpu` (default, fused and tiled) or `reference` (materialises the logits). */
-  backend?: 'cpu' | 'reference';
+  /**
+   * `cpu` (default, fused and tiled), `reference` (materialises the logits), or `cuda` / `hip` (the
+   * device kernel on host arrays: copies hidden and weight in, dHidden and dWeight out; a device
+   * model runs it without copies through @agentrl/engine's devicePolicyLoss).
+   */
+  backend?: 'cpu' | 'reference' | 'cuda' | 'hip';
   /** Write dWeight [V, H] here instead of a new array (e.g. the lm_head's gradient buffer). */
   dWeightOut?: Float32Array;
   /** With `dWeightOut`: add to it instead of overwriting (gradient accumulation over micro-batches). */
@@ -97,7 +101,7 @@ export function fusedLinearPolicyLoss(
   options: FusedLinearOptions = {},
 ): FusedLinearResult & { workspaceBytes?: number } {
   const { backend: b, dWeightOut, accumulate, ...configInput } = options;
-  const backend = backendOf({ backend: b ?? 'cpu' }, ['cpu', 'reference']);
+  const backend = backendOf({ backend: b ?? 'cpu' }, ['cpu', 'reference', 'cuda', 'hip']);
   const cfg = parsePolicyLossConfig(configInput);
   const [T, H, V] = validateFusedLinearInputs(inputs);
   if (dWeightOut !== undefined)
@@ -119,5 +123,6 @@ export function fusedLinearPolicyLoss(
   return nativeFusedLinear(inputs, cfg, T, {
     ...(dWeightOut ? { dWeightOut } : {}),
     accumulate: accumulate === true,
+    backend: backend as 'cpu' | 'cuda' | 'hip',
   });
 }

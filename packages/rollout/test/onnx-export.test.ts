@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createNativeAdapter } from '../src/adapters/native-adapter.js';
 import { runTrajectory } from '../src/agent-loop.js';
 import { AgentLoopConfigSchema } from '../src/config.js';
+import type { EngineAdapter, GenerateResult } from '../src/engine-adapter.js';
 import { type DecoderConfig, decoderShape, exportDecoderToOnnx } from '../src/onnx/export-decoder.js';
 import { createOnnxAdapter } from '../src/onnx/onnx-adapter.js';
 import { createPythonTool } from '../src/python-tool.js';
@@ -154,5 +155,41 @@ describe('the ONNX Runtime adapter', () => {
       for (let i = 0; i < a.logprobs.length; i++) expect(a.logprobs[i]).toBeCloseTo(b.logprobs[i]!, 4);
     }
     await onnxEngine.close();
+  });
+
+  it('unseeded requests: the same tokens whatever the arrival order, and the native engine draws the same', async () => {
+    const model = createModel(config, { seed: 4 });
+    const shape = decoderShape(model.config as DecoderConfig);
+    const prompts = [
+      [1, 7, 3],
+      [9, 4, 22, 5],
+      [11, 30],
+      [2, 8, 8, 13, 6],
+    ];
+    const params = { temperature: 1, topK: 0, topP: 1, maxNewTokens: 8, stopTokenIds: [], stopStrings: [] };
+    const run = async (engine: EngineAdapter, order: number[]) => {
+      const out: GenerateResult[] = [];
+      for (const i of order)
+        out[i] = await engine.generate({ cacheId: `t${i}`, tokenIds: prompts[i]!, params });
+      await engine.close();
+      return out.map((r) => r.tokenIds);
+    };
+    const onnx = async () =>
+      createOnnxAdapter({
+        ort,
+        session: await ort.InferenceSession.create(exportModel(model)),
+        shape,
+        seed: 3,
+      });
+    const forward = await run(await onnx(), [0, 1, 2, 3]);
+    const backward = await run(await onnx(), [3, 2, 1, 0]);
+    expect(backward).toEqual(forward);
+    // two requests of one order never share a stream (keyed by cacheId, not by a call counter)
+    expect(new Set(forward.map((t) => JSON.stringify(t))).size).toBe(prompts.length);
+    const native = await run(
+      createNativeAdapter({ generator: createGenerator(model, { seed: 3 }) }),
+      [2, 0, 3, 1],
+    );
+    expect(native).toEqual(forward);
   });
 });

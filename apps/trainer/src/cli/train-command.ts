@@ -6,7 +6,7 @@ import { TrainerError } from '../errors.js';
 import { createProgress, type Progress } from '../run/progress.js';
 import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
-import { createEnvironment } from '../train/create-environment.js';
+import { assertDeviceRuns, createEnvironment } from '../train/create-environment.js';
 import { loadSftSource } from '../train/sft-source.js';
 import { checkTokenBudget } from '../train/token-budget.js';
 import { prepareResume, train } from '../train/trainer.js';
@@ -72,6 +72,12 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     run = RunDir.forConfig(cfg);
     if (lead) run.assertCreatable({ overwrite: Boolean(args.flags.overwrite) });
   }
+  if (comm.size > 1 && cfg.device !== 'cpu') {
+    throw new TrainerError(
+      'USAGE',
+      `--device ${cfg.device} with ${comm.size} ranks needs NCCL/RCCL gradients, which are planned; data-parallel ranks train on the cpu device today`,
+    );
+  }
   if (comm.size > 1 && cfg.engine.url) {
     throw new TrainerError(
       'USAGE',
@@ -83,6 +89,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     comm.finalize();
     return 0;
   }
+  assertDeviceRuns(cfg.device); // before the data is read: a --device that cannot run stops here
   // Other ranks are silent: rank 0 speaks for the job.
   const progress = lead ? createProgress(cfg.progress) : SILENT;
   const split = await loadSplit(cfg, (l) => progress.log(l));

@@ -277,6 +277,12 @@ export const TrainConfigSchema = z
     runsDir: z.string().default('runs').describe('folder that holds run directories'),
     seed: int().default(1).describe('seed of every random stream (data split, order, sampling, init)'),
     threads: int().nonnegative().default(0).describe('native compute threads (0 = all cores)'),
+    device: z
+      .enum(['cpu', 'cuda', 'rocm'])
+      .default('cpu')
+      .describe(
+        "where the policy's weights, gradients, optimizer state and activations live, and where the in-process engine decodes: cpu, cuda (an NVIDIA GPU) or rocm (an AMD GPU); a GPU device that cannot run here stops the run at start",
+      ),
     checkpointEvery: int()
       .nonnegative()
       .default(10)

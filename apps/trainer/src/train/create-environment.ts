@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { createGenerator, setEngineThreads } from '@agentrl/engine';
+import { createGenerator, deviceUnavailableReason, setEngineThreads } from '@agentrl/engine';
 import { createExecutor, type Executor } from '@agentrl/executor';
 import { verify as mathVerify } from '@agentrl/math-verify';
 import {
@@ -44,18 +44,21 @@ export interface EnvironmentOptions {
  * its in-process engine, or vLLM/SGLang servers for rollouts, and the verifier.
  */
 export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptions): Promise<Environment> {
+  const trainable = opts.trainable ?? true;
+  // Before the executor, the data or any weights: a GPU that cannot run stops the run at once.
+  if (trainable || !cfg.engine.url) assertDeviceRuns(cfg.device);
   const executor = await openExecutor(cfg);
   try {
     if (cfg.threads > 0) setEngineThreads(cfg.threads);
     const runTokenizer = await loadRunTokenizer(cfg, opts.initDir);
     const tokenizer = runTokenizer.tokenizer;
-    const trainable = opts.trainable ?? true;
     let policy: NativeTrainer | null = null;
     const engines: EngineAdapter[] = [];
     if (trainable || !cfg.engine.url) {
       policy = await NativeTrainer.create(cfg, {
         initDir: opts.initDir,
         tokenizer: runTokenizer,
+        trainable,
         ...(opts.resumePhase ? { resumePhase: opts.resumePhase } : {}),
       });
     }
@@ -70,10 +73,17 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
     if (remote.length) {
       engines.push(...remote);
     } else {
+      // On a GPU the KV-cache prefill and decode run on the device and each step's last-token logits
+      // come back for sampleToken (the same draws and logprobs as on the CPU). The device has no
+      // batch-invariant panel path and no hidden-state output to rescore, so no scorer there: the
+      // recorded logprobs are the device's, and rolloutTrainLogprobMaxAbsDiff shows how far they drift.
+      const onCpu = policy!.model.device === 'cpu';
       const generator = createGenerator(policy!.model, {
         decode: (ids) => tokenizer.decode(ids),
         batchInvariant: cfg.engine.batchInvariant,
-        ...(cfg.engine.batchInvariant ? { scoreLogprobs: createTrainerLogprobScorer(policy!.model) } : {}),
+        ...(cfg.engine.batchInvariant && onCpu
+          ? { scoreLogprobs: createTrainerLogprobScorer(policy!.model) }
+          : {}),
       });
       // One batch for every live trajectory: the tiny model is bound by per-call overhead, not FLOPs.
       engines.push(createNativeAdapter({ generator, maxBatch: 1024, name: 'native' }));
@@ -108,6 +118,19 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
     await executor.close();
     throw err;
   }
+}
+
+/**
+ * Stops a run whose `--device` cannot run the engine here, naming the device, listBackends()'
+ * reason and the way out (`--device cpu`).
+ */
+export function assertDeviceRuns(device: TrainConfig['device']): void {
+  const why = deviceUnavailableReason(device);
+  if (why === undefined) return;
+  throw new TrainerError(
+    'DEPENDENCY',
+    `--device ${device} cannot run the engine here: ${why}. Use --device cpu, or run on a machine with ${device === 'cuda' ? 'an NVIDIA GPU, its driver and agentrl_cuda.so' : 'an AMD GPU, ROCm and agentrl_hip.so'}`,
+  );
 }
 
 /**

@@ -1,9 +1,9 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import {
   type AdamW,
   createAdamW,
   createModel,
+  devicePolicyLoss,
+  hasOptimizerState,
   loadModel,
   loadOptimizerState,
   type Model,
@@ -12,15 +12,21 @@ import {
   saveOptimizerState,
 } from '@agentrl/engine';
 import type { MicroBatch } from '@agentrl/grpo';
-import { fusedLinearPolicyLoss } from '@agentrl/kernels';
+import { fusedLinearPolicyLoss, nativePolicyLossConfig, parsePolicyLossConfig } from '@agentrl/kernels';
 import { createCommunicator, runMicroBatches } from '@agentrl/parallel';
 import type { TrainConfig } from '../config/schema.js';
+import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
 import { maxAbsDiffMasked } from './on-policy.js';
 import type { MaskedSequence, PolicyLossOptions, PolicyStepMetrics, TrainablePolicy } from './policy.js';
 import { assertTokenizerFits, copyTokenizerFiles, type RunTokenizer } from './tokenizer-source.js';
 
-const OPTIMIZER_FILE = 'optimizer.safetensors';
+/**
+ * Checkpoints and synced weights are written in fp32 whatever dtype the run was initialised from: the
+ * trainer's master weights are fp32, so a bf16 save would round them and a resume would not continue
+ * the run bit for bit (nor would a server's logprobs match the trainer's after a sync).
+ */
+const SAVE_DTYPE = { dtype: 'float32' } as const;
 
 /** The HF config.json of the configured tiny model (Qwen3 layout: q/k norm, GQA, tied embeddings). */
 export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: number) {
@@ -45,35 +51,50 @@ export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: num
  * The trainable side of the native engine: one Model whose weights the in-process generator samples
  * from (so the weight sync after an update is the version bump AdamW does), an AdamW per phase (SFT
  * then RL, moments reset between them), masked cross-entropy for SFT and the fused-linear GRPO loss
- * of @agentrl/kernels for RL.
+ * of @agentrl/kernels for RL. With `device: cuda | rocm` the model lives on that GPU: the SFT
+ * cross-entropy and the fused-linear loss (engine's devicePolicyLoss) run there, the generator's
+ * KV-cache decode too, and saves read the fp32 master weights back from the device.
  */
 export class NativeTrainer implements TrainablePolicy {
   private phase: 'sft' | 'rl' = 'sft';
-  private optimizer: AdamW;
+  /** null on a model opened for eval (`trainable: false`): no gradients, no Adam moments */
+  private adamw: AdamW | null;
 
   private constructor(
     readonly model: Model,
     private readonly cfg: TrainConfig,
     private readonly tokenizerDir: string | null,
   ) {
-    this.optimizer = this.makeOptimizer('sft');
+    this.adamw = model.training ? this.makeOptimizer('sft') : null;
   }
 
   /**
    * A fresh model (seeded init) or one loaded from `initDir`; with `resumePhase`, the optimizer state
-   * saved beside the weights is restored into that phase's optimizer.
+   * saved beside the weights is restored into that phase's optimizer. `trainable: false` (eval)
+   * opens the weights alone: no gradients, no Adam moments, and no step or save.
    */
   static async create(
     cfg: TrainConfig,
-    opts: { initDir: string | null; tokenizer: RunTokenizer; resumePhase?: 'sft' | 'rl' },
+    opts: {
+      initDir: string | null;
+      tokenizer: RunTokenizer;
+      resumePhase?: 'sft' | 'rl';
+      trainable?: boolean;
+    },
   ): Promise<NativeTrainer> {
     const tok = opts.tokenizer.tokenizer;
+    const training = opts.trainable ?? true;
+    const device = cfg.device;
     const model = opts.initDir
-      ? await loadModel(opts.initDir)
-      : createModel(hfConfigFor(cfg, tok.vocabSize, tok.eosTokenId), { seed: hashSeed(cfg.seed, 'init') });
+      ? await loadModel(opts.initDir, { training, device })
+      : createModel(hfConfigFor(cfg, tok.vocabSize, tok.eosTokenId), {
+          seed: hashSeed(cfg.seed, 'init'),
+          training,
+          device,
+        });
     assertTokenizerFits(opts.tokenizer, model.config.vocab_size, opts.initDir);
     const t = new NativeTrainer(model, cfg, opts.tokenizer.dir);
-    if (opts.resumePhase && opts.initDir && existsSync(join(opts.initDir, OPTIMIZER_FILE))) {
+    if (training && opts.resumePhase && opts.initDir && hasOptimizerState(opts.initDir)) {
       if (opts.resumePhase === 'rl') t.startRl();
       await loadOptimizerState(t.optimizer, opts.initDir);
     }
@@ -107,9 +128,17 @@ export class NativeTrainer implements TrainablePolicy {
   startRl(): void {
     if (this.phase === 'rl') return;
     this.phase = 'rl';
-    this.optimizer = this.makeOptimizer('rl');
-    const { m, v } = this.model.adamMoments();
-    this.optimizer.loadState({ step: 0, m: new Float32Array(m.length), v: new Float32Array(v.length) });
+    this.adamw = this.makeOptimizer('rl');
+    this.adamw.reset(); // the moments live in the model: zero SFT's in place
+  }
+
+  private get optimizer(): AdamW {
+    if (!this.adamw)
+      throw new TrainerError(
+        'USAGE',
+        'this policy was opened for eval (trainable: false): it has no gradients or optimizer to step or save',
+      );
+    return this.adamw;
   }
 
   get currentPhase() {
@@ -121,6 +150,7 @@ export class NativeTrainer implements TrainablePolicy {
    * Under mpirun every rank draws the same batch and runs its share of the micro-batches.
    */
   sftStep(batch: readonly MaskedSequence[]): { loss: number; gradNorm: number; tokens: number; lr: number } {
+    const optimizer = this.optimizer;
     const targets = batch.reduce((n, s) => n + countTargets(s.lossMask), 0);
     const groups = chunkByTokens(batch, this.cfg.rl.microBatchTokens);
     const rows = runMicroBatches(
@@ -138,21 +168,34 @@ export class NativeTrainer implements TrainablePolicy {
       },
     );
     const lossSum = rows.reduce((a, b) => a + b, 0);
-    const r = this.optimizer.step();
+    const r = optimizer.step();
     return { loss: lossSum / Math.max(1, targets), gradNorm: r.gradNorm, tokens: targets, lr: r.lr };
   }
 
   /**
-   * One GRPO update: fused-linear policy loss per micro-batch, gradients accumulated, one AdamW step.
-   * Under mpirun every rank holds the same micro-batches (advantages and RoC were decided per group
-   * before), runs micro-batches i % size === rank normalised by the global token count, and the
-   * gradients are all-reduced, so the update is the single-process one (@agentrl/parallel).
+   * One GRPO update: fused-linear policy loss per micro-batch, gradients accumulated, one AdamW
+   * step. On the CPU the loss is @agentrl/kernels' fusedLinearPolicyLoss then the model's backward;
+   * on a GPU model the engine's devicePolicyLoss does both on the device (no [T, V] logits, no
+   * hidden-state gradient crossing to the host). Under mpirun every rank holds the same
+   * micro-batches (advantages and RoC were decided per group before), runs micro-batches
+   * i % size === rank normalised by the global token count, and the gradients are all-reduced, so
+   * the update is the single-process one (@agentrl/parallel; CPU models only).
    */
   policyStep(microBatches: readonly MicroBatch[], opts: PolicyLossOptions): PolicyStepMetrics {
+    const optimizer = this.optimizer;
     const shifted = microBatches.map(shiftForNextToken);
     const tokenCount = shifted.reduce((n, s) => n + s.count, 0);
-    const H = this.model.shape.hidden;
-    const V = this.model.shape.vocab;
+    const lossOptions = {
+      temperature: opts.temperature,
+      clipLow: opts.clipLow,
+      clipHigh: opts.clipHigh,
+      dualClip: opts.dualClip,
+      aggregation: opts.aggregation,
+      tokenCount,
+      seqCount: microBatches.reduce((n, b) => n + b.cuSeqlens.length - 1, 0),
+      horizon: this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1),
+    };
+    const lossOf = this.model.device === 'cpu' ? this.hostLoss(lossOptions) : this.deviceLoss(lossOptions);
     // per micro-batch: loss, clipFracLow, clipFracHigh, approxKl (token-weighted), logprob max |diff|
     const rows = runMicroBatches(
       { comm: createCommunicator(), model: this.model, count: microBatches.length, width: 5 },
@@ -160,32 +203,8 @@ export class NativeTrainer implements TrainablePolicy {
         const mb = microBatches[i]!;
         const s = shifted[i]!;
         if (s.count === 0) return undefined;
-        const { hidden } = this.model.forwardHidden({ tokenIds: mb.tokenIds, cuSeqlens: mb.cuSeqlens });
-        const r = fusedLinearPolicyLoss(
-          {
-            hidden,
-            weight: this.model.lmHeadWeight(),
-            hiddenSize: H,
-            vocabSize: V,
-            targets: s.targets,
-            oldLogprobs: s.oldLogprobs,
-            advantages: s.advantages,
-            lossMask: s.lossMask,
-            cuSeqlens: mb.cuSeqlens,
-          },
-          {
-            temperature: opts.temperature,
-            clipLow: opts.clipLow,
-            clipHigh: opts.clipHigh,
-            dualClip: opts.dualClip,
-            aggregation: opts.aggregation,
-            tokenCount,
-            seqCount: microBatches.reduce((n, b) => n + b.cuSeqlens.length - 1, 0),
-            horizon: this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1),
-          },
-        );
+        const r = lossOf(mb, s);
         const diff = maxAbsDiffMasked(s.oldLogprobs, r.logprobs, s.lossMask);
-        this.model.backwardFromHidden(r.dHidden, { dLmHead: r.dWeight });
         const w = r.metrics.tokens / Math.max(1, tokenCount);
         return [r.loss, r.metrics.clipFracLow * w, r.metrics.clipFracHigh * w, r.metrics.approxKl * w, diff];
       },
@@ -199,23 +218,85 @@ export class NativeTrainer implements TrainablePolicy {
       acc.approxKl += rows[i * 5 + 3]!;
       acc.rolloutTrainLogprobMaxAbsDiff = Math.max(acc.rolloutTrainLogprobMaxAbsDiff, rows[i * 5 + 4]!);
     }
-    const step = this.optimizer.step();
+    const step = optimizer.step();
     return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };
+  }
+
+  /** The CPU micro-batch loss: forward, fused-linear loss on the host, backward. */
+  private hostLoss(options: MicroBatchLossOptions): MicroBatchLoss {
+    const H = this.model.shape.hidden;
+    const V = this.model.shape.vocab;
+    // fused-linear adds each micro-batch's lm_head gradient into the model's own buffer: no [V, H]
+    // array per micro-batch (2.3 GiB at V = 151,936, H = 4096)
+    const dLmHead = this.model.lmHeadGrad();
+    return (mb, s) => {
+      const { hidden } = this.model.forwardHidden({ tokenIds: mb.tokenIds, cuSeqlens: mb.cuSeqlens });
+      const r = fusedLinearPolicyLoss(
+        {
+          hidden,
+          weight: this.model.lmHeadWeight(),
+          hiddenSize: H,
+          vocabSize: V,
+          targets: s.targets,
+          oldLogprobs: s.oldLogprobs,
+          advantages: s.advantages,
+          lossMask: s.lossMask,
+          cuSeqlens: mb.cuSeqlens,
+        },
+        { ...options, dWeightOut: dLmHead, accumulate: true },
+      );
+      this.model.backwardFromHidden(r.dHidden);
+      return r;
+    };
+  }
+
+  /** The GPU micro-batch loss: forward, then devicePolicyLoss (loss and backward on the device). */
+  private deviceLoss(options: MicroBatchLossOptions): MicroBatchLoss {
+    const config = { ...nativePolicyLossConfig(parsePolicyLossConfig(options)) };
+    return (mb, s) => {
+      this.model.forwardHidden({ tokenIds: mb.tokenIds, cuSeqlens: mb.cuSeqlens });
+      const logprobs = new Float32Array(mb.tokenIds.length);
+      const { loss, ...metrics } = devicePolicyLoss(this.model, {
+        config,
+        targets: s.targets,
+        oldLogprobs: s.oldLogprobs,
+        advantages: s.advantages,
+        lossMask: s.lossMask,
+        cuSeqlens: mb.cuSeqlens,
+        logp: logprobs,
+      });
+      return { loss, metrics, logprobs };
+    };
   }
 
   /** The weights alone as an HF checkpoint (what a server loads on a weight sync). */
   async saveWeights(dir: string): Promise<void> {
-    await saveModel(this.model, dir);
+    await saveModel(this.model, dir, SAVE_DTYPE);
     copyTokenizerFiles(this.tokenizerDir, dir);
   }
 
-  /** An HF checkpoint (weights, config.json, the tokenizer files of an HF tokenizer) + optimizer state. */
-  async save(dir: string): Promise<void> {
-    await saveModel(this.model, dir);
-    await saveOptimizerState(this.optimizer, dir);
+  /**
+   * A resumable HF checkpoint (fp32 weights, config.json, the tokenizer files of an HF tokenizer) +
+   * optimizer state; past `maxShardBytes` (default 5 GB) both are sharded as save_pretrained shards.
+   */
+  async save(dir: string, options: { maxShardBytes?: number } = {}): Promise<void> {
+    await saveModel(this.model, dir, { ...SAVE_DTYPE, ...options });
+    await saveOptimizerState(this.optimizer, dir, options);
     copyTokenizerFiles(this.tokenizerDir, dir);
   }
 }
+
+type MicroBatchLossOptions = PolicyLossOptions & { tokenCount: number; seqCount: number; horizon: number };
+
+/** One micro-batch's policy loss (its gradients accumulated into the model) and what it reports. */
+type MicroBatchLoss = (
+  mb: MicroBatch,
+  s: ReturnType<typeof shiftForNextToken>,
+) => {
+  loss: number;
+  logprobs: ArrayLike<number>;
+  metrics: { tokens: number; clipFracLow: number; clipFracHigh: number; approxKl: number };
+};
 
 function countTargets(mask: readonly number[]): number {
   let n = 0;

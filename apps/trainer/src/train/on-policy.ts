@@ -5,40 +5,34 @@ import { fusedLinearPolicyLoss } from '@agentrl/kernels';
  * The rollout's logprob scorer for the in-process engine: the fused-linear kernel the policy loss
  * runs, applied to the sampler's own final hidden states. With batch-invariant generation those
  * hidden states are bit-identical to the training forward's, so the recorded logprobs equal the
- * ones policyStep recomputes (rolloutTrainLogprobMaxAbsDiff = 0: truly on-policy), except for the
- * last <= 3 rows of a micro-batch, which the kernel's logits GEMM sums on its leftover-row loop (up
- * to 1 float32 ulp; the fix belongs in the kernel).
+ * ones policyStep recomputes (rolloutTrainLogprobMaxAbsDiff = 0: truly on-policy). That also needs
+ * the kernel to give a row the same logprob wherever it sits in a batch (its logits GEMM runs every
+ * row on the same zero-padded register panels: packages/kernels fused-linear-row-position.test.ts),
+ * so the few rows of a decode step are scored as they are, without padding.
  */
 export function createTrainerLogprobScorer(model: Model): LogprobScorer {
   const H = model.shape.hidden;
   const V = model.shape.vocab;
   let dWeight: Float32Array | undefined;
   return ({ hidden: rows, targets: rowTargets, temperature }) => {
-    // The kernel's logits GEMM runs rows in blocks of 4 and leftover rows on another loop whose
-    // sums can differ in the last bit; the trainer's rows sit in blocks of 4 (all but the last <= 3
-    // rows of a micro-batch), so the scorer pads to whole blocks to take the same path.
-    const T = Math.ceil(rowTargets.length / 4) * 4;
-    const hidden = new Float32Array(T * H);
-    hidden.set(rows);
-    const targets = new Int32Array(T);
-    targets.set(rowTargets);
+    const T = rowTargets.length;
     // No token is in the loss, so the kernel's backward does nothing and the [V, H] scratch it
     // accumulates into is never written (nor cleared): one allocation for the whole run.
     dWeight ??= new Float32Array(V * H);
     return fusedLinearPolicyLoss(
       {
-        hidden,
+        hidden: rows,
         weight: model.lmHeadWeight(),
         hiddenSize: H,
         vocabSize: V,
-        targets,
+        targets: rowTargets,
         oldLogprobs: new Float32Array(T),
         advantages: new Float32Array(T),
         lossMask: new Uint8Array(T),
         cuSeqlens: Int32Array.of(0, T),
       },
       { temperature, dWeightOut: dWeight, accumulate: true },
-    ).logprobs.subarray(0, rowTargets.length);
+    ).logprobs;
   };
 }
 

@@ -9,7 +9,9 @@ import {
   type SglangSampling,
 } from '../request-schemas.js';
 import { generationSpec, refuseNonNeutral } from '../sampling.js';
+import type { Generation } from '../served-engine.js';
 import { sglangFinish, stopCause } from '../stop.js';
+import { logprobStart, sglangLogprobMeta } from './sglang-logprobs.js';
 
 /** One prompt of a (possibly batched) `/generate` request with its own sampling params and rid. */
 interface Item {
@@ -17,6 +19,8 @@ interface Item {
   sampling: SglangSampling;
   rid: string;
   returnLogprob: boolean;
+  logprobStartLen: number;
+  topLogprobsNum: number;
 }
 
 function items(ctx: ServerContext, body: SglangGenerateRequest): { items: Item[]; batched: boolean } {
@@ -45,6 +49,8 @@ function items(ctx: ServerContext, body: SglangGenerateRequest): { items: Item[]
       sampling: pick(body.sampling_params, i, 'sampling_params') ?? {},
       rid: pick(body.rid, i, 'rid') ?? randomUUID().replaceAll('-', ''),
       returnLogprob: pick(body.return_logprob, i, 'return_logprob') ?? false,
+      logprobStartLen: pick(body.logprob_start_len, i, 'logprob_start_len') ?? -1,
+      topLogprobsNum: pick(body.top_logprobs_num, i, 'top_logprobs_num') ?? 0,
     })),
   };
 }
@@ -53,7 +59,8 @@ function items(ctx: ServerContext, body: SglangGenerateRequest): { items: Item[]
  * SGLang's native `POST /generate` (`python/sglang/srt/entrypoints/http_server.py`,
  * `GenerateReqInput`): `text` or `input_ids`, one or a batch (lists of prompts or of token lists,
  * answered with a list), `sampling_params`, `return_logprob` with `meta_info.output_token_logprobs`
- * as `[logprob, token_id, text|null]`, `top_logprobs_num`, `logprob_start_len` for input logprobs,
+ * and `input_token_logprobs` as `[logprob, token_id, text|null]` (sglang-logprobs.ts),
+ * `top_logprobs_num`, `logprob_start_len` (each also per prompt), `max_new_tokens: 0` to score a prompt,
  * `finish_reason` `{type: "stop", matched}` / `{type: "length", length}` / `{type: "abort"}`;
  * `stream` as server-sent events (one final chunk per prompt, then `[DONE]`).
  */
@@ -62,7 +69,6 @@ export async function generateRoutes(app: FastifyInstance, ctx: ServerContext): 
     const body = SglangGenerateRequestSchema.parse(req.body);
     const { items: list, batched } = items(ctx, body);
     const withText = body.return_text_in_logprobs ?? false;
-    const k = body.top_logprobs_num ?? 0;
     const out = await Promise.all(
       list.map(async (item) => {
         const sp = item.sampling;
@@ -80,16 +86,19 @@ export async function generateRoutes(app: FastifyInstance, ctx: ServerContext): 
           },
           ctx.eosIds,
         );
-        const piece = (id: number) => (withText ? ctx.codec.piece(id) : null);
         const meta = (extra: Record<string, unknown>) => ({
           id: item.rid,
           prompt_tokens: item.ids.length,
           weight_version: ctx.served.weightVersion,
           ...extra,
         });
-        let gen: Awaited<ReturnType<typeof ctx.served.generate>>;
+        const k = item.returnLogprob ? item.topLogprobsNum : 0;
+        if (item.returnLogprob) logprobStart(item.ids.length, item.logprobStartLen); // refused before sampling
+        let gen: Generation = { tokenIds: [], logprobs: [], finishReason: 'length' };
         try {
-          gen = await ctx.served.generate(item.rid, item.ids, spec, item.returnLogprob ? k : 0);
+          // max_new_tokens 0: prefill only (how SGLang clients score a prompt), nothing sampled
+          if (sp.max_new_tokens === 0) ctx.served.checkPrompt(item.ids, 0);
+          else gen = await ctx.served.generate(item.rid, item.ids, spec, k);
         } catch (err) {
           if (err instanceof RolloutError && err.code === RolloutErrorCode.ABORTED)
             return {
@@ -112,26 +121,8 @@ export async function generateRoutes(app: FastifyInstance, ctx: ServerContext): 
           sp.no_stop_trim ?? false,
           gen.tokenIds.length,
         );
-        const start = body.logprob_start_len ?? -1;
         const logprobs = item.returnLogprob
-          ? {
-              output_token_logprobs: gen.tokenIds.map((t, i) => [gen.logprobs[i]!, t, piece(t)]),
-              ...(k > 0
-                ? {
-                    output_top_logprobs: (gen.top ?? []).map((p) =>
-                      p.top.map(([v, lp]) => [lp, v, piece(v)]),
-                    ),
-                  }
-                : {}),
-              ...(start >= 0
-                ? {
-                    input_token_logprobs: [
-                      [null, item.ids[0], piece(item.ids[0]!)],
-                      ...ctx.served.positionLogprobs(item.ids, 0).map((p) => [p.logprob, p.id, piece(p.id)]),
-                    ].slice(start),
-                  }
-                : {}),
-            }
+          ? sglangLogprobMeta(ctx, { ids: item.ids, gen, start: item.logprobStartLen, k, withText })
           : {};
         return {
           text: finish.text,

@@ -59,6 +59,8 @@ export interface KernelsAddon {
     accumulate: boolean;
     logp: Float32Array;
     config: NativeConfig;
+    /** cpu (default), cuda or hip */
+    backend?: string;
   }): NativeMetrics & { workspaceBytes: number };
   copyFloats(args: { src: Float32Array; dst: Float32Array }): void;
   scaleFloats(args: { data: Float32Array; factor: number }): void;

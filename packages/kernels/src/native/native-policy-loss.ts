@@ -75,12 +75,12 @@ export async function nativePolicyLossAsync(
   return { ...split(m), dlogits: args.dlogits, logprobs: args.logp };
 }
 
-/** The fused-linear variant on the native CPU backend; also reports the workspace it allocated. */
+/** The fused-linear variant on a native backend; also reports the workspace it allocated. */
 export function nativeFusedLinear(
   inp: FusedLinearInputs,
   cfg: PolicyLossConfig,
   T: number,
-  out: { dWeightOut?: Float32Array; accumulate?: boolean } = {},
+  out: { dWeightOut?: Float32Array; accumulate?: boolean; backend?: 'cpu' | 'cuda' | 'hip' } = {},
 ): FusedLinearResult & { workspaceBytes: number } {
   const k = kernelsAddon();
   const dHidden = new Float32Array(T * inp.hiddenSize);
@@ -102,6 +102,7 @@ export function nativeFusedLinear(
       accumulate: out.accumulate === true && out.dWeightOut !== undefined,
       logp,
       config: toNativeConfig(cfg),
+      backend: out.backend ?? 'cpu',
     }),
   );
   return { ...split(m), dHidden, dWeight, logprobs: logp, workspaceBytes: m.workspaceBytes };

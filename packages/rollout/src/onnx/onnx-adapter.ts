@@ -1,4 +1,4 @@
-import { createRng, sampleToken } from '@agentrl/engine';
+import { createRng, requestSeed, sampleToken } from '@agentrl/engine';
 import type * as ort from 'onnxruntime-node';
 import type { EngineAdapter, EngineLoad, GenerateResult, WeightUpdate } from '../engine-adapter.js';
 import { RolloutError, RolloutErrorCode } from '../errors.js';
@@ -14,6 +14,12 @@ export interface OnnxAdapterOptions {
   decode?: (ids: readonly number[]) => string;
   /** Builds a session for new weights (in-process weight sync), e.g. by exporting the updated model. */
   createSession?: (model: unknown) => Promise<ort.InferenceSession>;
+  /**
+   * Base seed of requests without a seed of their own: each draws from @agentrl/engine's
+   * `requestSeed(seed, cacheId, token count)` stream, as the native generator does, so results do not
+   * depend on the order requests arrive in. Default 0 (the generator's default too).
+   */
+  seed?: number;
   name?: string;
 }
 
@@ -26,13 +32,13 @@ interface Cache {
  * ONNX Runtime as an engine (CPU, or the WebGPU backend the package bundles): one KV cache (the
  * `present.*` outputs fed back as `past_key_values.*`) per trajectory, so later turns prefill only
  * their new tokens. Sampling uses @agentrl/engine's sampler, so logprobs mean the same thing as the
- * native engine's. Requests run one at a time per cacheId and interleave across trajectories.
+ * native engine's, and an unseeded request's stream is keyed by its cacheId and token count, as the
+native generator keys it. Requests run one at a time per cacheId and interleave across trajectories.
  */
 export function createOnnxAdapter(options: OnnxAdapterOptions): EngineAdapter {
   const { ort: rt, shape } = options;
   let session = options.session;
   const caches = new Map<string, Cache>();
-  let calls = 0;
   let running = 0;
 
   const emptyPast = (): Record<string, ort.Tensor> => {
@@ -94,7 +100,7 @@ export function createOnnxAdapter(options: OnnxAdapterOptions): EngineAdapter {
           cache = { tokens: [], past: emptyPast() };
           caches.set(cacheId, cache);
         }
-        const random = createRng(params.seed ?? (calls++ * 7919) | 0);
+        const random = createRng(params.seed ?? requestSeed(options.seed ?? 0, cacheId, tokenIds.length));
         let logits = await extend(cache, tokenIds.slice(cache.tokens.length));
         const out: GenerateResult = { tokenIds: [], logprobs: [], finishReason: 'length' };
         for (;;) {

@@ -1,0 +1,65 @@
+// The engine's device kernels (engine/cuda/*.cu), one host wrapper each, on device pointers and the
+// default stream. Each mirrors a CPU kernel in engine/cpu/ops.h (same layouts, same conventions) so
+// the device model (device_model.cu) reads like model.cc. Every reduction runs in a fixed order:
+// the same inputs give the same bits on every call.
+#pragma once
+#include <cstdint>
+
+namespace agentrl::engine::gpu {
+
+void EmbedForward(const float* emb, const int32_t* tokens, float* x, int rows, int h);
+// grad_emb[tokens[t]] += dx[t], rows summed in t order (one thread per column: no atomics).
+void EmbedBackward(float* grad_emb, const int32_t* tokens, const float* dx, int rows, int h);
+void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps);
+void RmsNormBackward(const float* x, const float* w, const float* rstd, const float* dy, float* dx, float* dw,
+                     int rows, int n, bool accumulate_dx);
+void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, const float* cos_table,
+          const float* sin_table, bool inverse);
+// act = silu(g) * u
+void SwigluForward(const float* g, const float* u, float* act, int64_t n);
+// From da (in dg): dg = da * u * silu'(g), du = da * silu(g)... exactly model.cc's formulas.
+void SwigluBackward(const float* g, const float* u, float* dg_inout, float* du, int64_t n);
+void AddBias(float* y, const float* b, int rows, int n);
+void ColumnSum(const float* x, float* out, int rows, int n);  // out += column sums, fixed order
+void Add(float* y, const float* x, int64_t n);                // y += x
+void GatherRows(const float* src, const int32_t* rows, float* dst, int n, int width);
+void ScatterRows(const float* src, const int32_t* rows, float* dst, int n, int width);
+// Per row: loss[i] = lse - z[tgt]; z := softmax(z) * scale, z[tgt] -= scale (model.cc's CE).
+void SoftmaxCrossEntropy(float* z, const int32_t* rows, const int32_t* targets, float* loss, int n, int vocab,
+                         float scale);
+// Sum of squares, fixed blocks of 65536 in order; partial[b] (double) per block, count returned.
+int SumSquaresPartials(const float* g, int64_t n, double* partial);
+void AdamW(float* p, float* m, float* v, const float* g, int64_t n, float beta1, float beta2, float eps,
+           float step_size, float bc2_sqrt, float decay, float grad_scale);
+
+struct AttnShape {
+  int heads, kv_heads, head_dim;
+  float scale;
+};
+constexpr int kMaxHeadDim = 128;
+
+// Causal attention inside each packed sequence; q [T, heads*d], k/v [T, kv*d], out like q, lse
+// [heads, T]. Tiled with an online softmax: nothing T x T is stored. seq_of[t]: sequence of token t.
+void AttentionForward(const float* q, const float* k, const float* v, float* out, float* lse, const int32_t* cu,
+                      const int32_t* seq_of, int num_seqs, int total, const AttnShape& s);
+// dq, dk, dv written (not accumulated); scores recomputed from q, k and lse. delta: [heads, T] scratch.
+void AttentionBackward(const float* q, const float* k, const float* v, const float* out, const float* dout,
+                       const float* lse, float* delta, float* dq, float* dk, float* dv, const int32_t* cu,
+                       const int32_t* seq_of, int num_seqs, int total, const AttnShape& s);
+// Device KV caches: k and v of layer l are [cap][kv*d] each; caches[b] points at that layer's pair.
+struct CachePtrs {
+  float* k;
+  float* v;
+};
+void CacheWrite(const float* k, const float* v, const CachePtrs* caches, const int32_t* seq_of, const int32_t* pos,
+                int total, int kd);
+void AttentionCached(const float* q, float* out, const CachePtrs* caches, const int32_t* seq_of, const int32_t* pos,
+                     int total, const AttnShape& s);
+
+// On-device sampling from logits [rows, vocab]: softmax(z / temperature), the top-p nucleus (every
+// token whose probability is >= the cut, the cut being the largest p with mass >= top_p), then the
+// token at u[row] * kept mass in vocabulary order. temperature <= 0: argmax (lowest id on ties).
+void Sample(const float* logits, int rows, int vocab, float temperature, float top_p, const float* u, int32_t* out,
+            float* scratch);
+
+}  // namespace agentrl::engine::gpu

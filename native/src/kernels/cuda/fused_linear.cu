@@ -1,0 +1,277 @@
+// The fused-linear GRPO-RoC policy loss on the device: hidden [T, H] and the lm_head weight [V, H]
+// in, loss, metrics, dHidden and dWeight out. Logits exist only as one chunk of rows at a time
+// ([chunk, V], about 256 MB): forward GEMM -> row statistics (max, log-sum-exp, entropy, target
+// logp) -> dropped; the O(T) token math (ratios, clip-higher, dual clip, token or sequence ratios,
+// the four aggregations, metrics) runs in one device block; the backward recomputes each chunk's
+// logits, turns them into dlogits in place and does dW += dlogits^T h, dh = dlogits W. Only O(T)
+// arrays cross to the host (the token inputs in, logp/entropy and 8 metrics out).
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "gpu/abi_guard.h"
+#include "gpu/block_reduce.h"
+#include "gpu/gemm.h"
+#include "gpu/gpu_compat.h"
+#include "kernels/cuda/row_kernels.h"
+#include "kernels/gpu_fused_linear.h"
+
+namespace agentrl::kernels::gpu {
+namespace {
+
+using agentrl::gpu::BlockReduce;
+using agentrl::gpu::Check;
+using agentrl::gpu::SumOp;
+
+constexpr int kBlock = 256;
+constexpr int64_t kChunkFloats = int64_t{1} << 26;  // 256 MB of fp32 logits per chunk
+
+struct DeviceLossConfig {
+  double clip_low, clip_high, dual_clip, max_log_ratio, horizon, token_count, seq_count, inv_tau;
+  int aggregation, sequence_ratio, entropy;
+};
+
+// Device twin of token_math.h's SurrogateOf (that header is host-only C++).
+struct DSurrogate {
+  double loss, d_ratio;
+  int clip;
+};
+__device__ inline DSurrogate Surrogate(double r, double a, const DeviceLossConfig& c) {
+  if (a > 0) {
+    const double hi = 1.0 + c.clip_high;
+    if (r > hi) return {-a * hi, 0, 2};
+    return {-a * r, -a, 0};
+  }
+  if (a < 0) {
+    if (c.dual_clip > 0 && r > c.dual_clip) return {-a * c.dual_clip, 0, 3};
+    const double lo = 1.0 - c.clip_low;
+    if (r < lo) return {-a * lo, 0, 1};
+    return {-a * r, -a, 0};
+  }
+  return {0, 0, 0};
+}
+__device__ inline double Clamp(double x, double m) { return x < -m ? -m : (x > m ? m : x); }
+
+// TokenMath (token_math.h) in one block, double precision. metrics: loss, tokens, clip_low,
+// clip_high, clip_dual, approx_kl, ppo_kl, entropy. g_over_tau[t] = d loss / d logp[t] / tau.
+__global__ void TokenMathKernel(DeviceLossConfig c, int64_t T, int64_t S, const int32_t* cu, const uint8_t* mask,
+                                const float* old_logp, const float* adv, const float* logp, const float* entropy,
+                                double* w, float* g_over_tau, double* metrics) {
+  __shared__ double sh[kBlock];
+  const int tid = threadIdx.x;
+  double n = 0;
+  for (int64_t t = tid; t < T; t += blockDim.x) {
+    n += mask[t] == 1;
+    w[t] = 0;
+    g_over_tau[t] = 0.f;
+  }
+  n = BlockReduce(n, sh, SumOp());
+  const double seqs = c.seq_count >= 0 ? c.seq_count : static_cast<double>(S);
+  const double tokens = c.token_count >= 0 ? c.token_count : n;
+  for (int64_t s = tid; s < S; s += blockDim.x) {
+    const int64_t a = cu[s], b = cu[s + 1];
+    double ws = 0;
+    if (c.aggregation == 0) {
+      ws = tokens == 0 ? 0 : 1.0 / tokens;
+    } else if (c.aggregation == 1) {
+      ws = seqs == 0 ? 0 : 1.0 / seqs;
+    } else if (c.aggregation == 2) {
+      int64_t cnt = 0;
+      for (int64_t t = a; t < b; ++t) cnt += mask[t] == 1;
+      ws = seqs == 0 ? 0 : 1.0 / (seqs * static_cast<double>(cnt > 1 ? cnt : 1));
+    } else {
+      ws = 1.0 / c.horizon;
+    }
+    for (int64_t t = a; t < b; ++t) w[t] = mask[t] == 1 ? ws : 0;
+  }
+  __syncthreads();
+  const double M = c.max_log_ratio;
+  double akl = 0, pkl = 0, ent = 0, loss = 0, cnt_low = 0, cnt_high = 0, cnt_dual = 0;
+  for (int64_t t = tid; t < T; t += blockDim.x) {
+    if (mask[t] != 1) continue;
+    const double lr = Clamp(static_cast<double>(logp[t]) - old_logp[t], M);
+    akl += exp(lr) - 1 - lr;
+    pkl -= lr;
+    if (c.entropy) ent += entropy[t];
+  }
+  auto count = [&](int clip) {
+    cnt_low += clip == 1;
+    cnt_high += clip == 2;
+    cnt_dual += clip == 3;
+  };
+  if (!c.sequence_ratio) {
+    for (int64_t t = tid; t < T; t += blockDim.x) {
+      if (mask[t] != 1) continue;
+      const double raw = static_cast<double>(logp[t]) - old_logp[t];
+      const double r = exp(Clamp(raw, M));
+      const DSurrogate s = Surrogate(r, adv[t], c);
+      count(s.clip);
+      loss += w[t] * s.loss;
+      const double g = (raw >= -M && raw <= M) ? w[t] * s.d_ratio * r : 0.0;
+      g_over_tau[t] = static_cast<float>(g * c.inv_tau);
+    }
+  } else {
+    for (int64_t q = tid; q < S; q += blockDim.x) {
+      const int64_t a = cu[q], b = cu[q + 1];
+      double cnt = 0, sum = 0;
+      for (int64_t t = a; t < b; ++t) {
+        if (mask[t] != 1) continue;
+        cnt += 1;
+        sum += static_cast<double>(logp[t]) - old_logp[t];
+      }
+      if (cnt == 0) continue;
+      const double raw = sum / cnt;
+      const double r = exp(Clamp(raw, M));
+      double d_r = 0;
+      for (int64_t t = a; t < b; ++t) {
+        if (mask[t] != 1) continue;
+        const DSurrogate s = Surrogate(r, adv[t], c);
+        count(s.clip);
+        loss += w[t] * s.loss;
+        d_r += w[t] * s.d_ratio;
+      }
+      const double g = (raw >= -M && raw <= M) ? d_r * r / cnt : 0.0;
+      for (int64_t t = a; t < b; ++t)
+        if (mask[t] == 1) g_over_tau[t] = static_cast<float>(g * c.inv_tau);
+    }
+  }
+  akl = BlockReduce(akl, sh, SumOp());
+  pkl = BlockReduce(pkl, sh, SumOp());
+  ent = BlockReduce(ent, sh, SumOp());
+  loss = BlockReduce(loss, sh, SumOp());
+  cnt_low = BlockReduce(cnt_low, sh, SumOp());
+  cnt_high = BlockReduce(cnt_high, sh, SumOp());
+  cnt_dual = BlockReduce(cnt_dual, sh, SumOp());
+  if (tid == 0) {
+    const double d = n > 1 ? n : 1.0;
+    metrics[0] = loss;
+    metrics[1] = n;
+    metrics[2] = cnt_low / d;
+    metrics[3] = cnt_high / d;
+    metrics[4] = cnt_dual / d;
+    metrics[5] = akl / d;
+    metrics[6] = pkl / d;
+    metrics[7] = c.entropy ? ent / d : NAN;
+  }
+}
+
+class Dev {
+ public:
+  explicit Dev(size_t bytes) {
+    if (bytes) Check(gpuMalloc(&p_, bytes), "malloc");
+  }
+  ~Dev() {
+    if (p_) (void)gpuFree(p_);
+  }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  template <typename X>
+  X* as() const { return static_cast<X*>(p_); }
+
+ private:
+  void* p_ = nullptr;
+};
+
+template <typename X>
+void Up(const Dev& d, const X* host, int64_t n) {
+  if (n > 0) Check(gpuMemcpy(d.as<void>(), host, sizeof(X) * n, gpuMemcpyHostToDevice), "copy in");
+}
+
+}  // namespace
+
+Metrics FusedLinearDevice(const LossConfig& c, const TokenInputs& in, const float* hidden, const float* weight,
+                          int64_t H, int64_t V, float* dhidden, float* dweight, bool accumulate_dweight, float* logp,
+                          float* entropy, int64_t* workspace_bytes, int precision) {
+  using agentrl::gpu::Gemm;
+  const auto prec = static_cast<agentrl::gpu::GemmPrecision>(precision);
+  const int64_t T = in.T, S = in.S;
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(T, kChunkFloats / std::max<int64_t>(V, 1)));
+  Dev ws(sizeof(float) * chunk * V), targets(4 * T), old_logp(4 * T), adv(4 * T), mask(T), cu(4 * (S + 1)),
+      row_max(4 * T), log_s(4 * T), logp_d(4 * T), ent_d(c.entropy ? 4 * T : 0), g(4 * T), w(8 * T), metrics(8 * 8),
+      bad(sizeof(int));
+  *workspace_bytes = static_cast<int64_t>(sizeof(float) * chunk * V + T * (4 * 8 + 8 + 1) + 4 * (S + 1) + 64);
+  Up(targets, in.targets, T);
+  Up(old_logp, in.old_logp, T);
+  Up(adv, in.adv, T);
+  Up(mask, in.mask, T);
+  Up(cu, in.cu_seqlens, S + 1);
+  Check(gpuMemset(bad.as<void>(), 0, sizeof(int)), "memset");
+  const float inv_tau = 1.f / c.temperature;
+  for (int64_t c0 = 0; c0 < T; c0 += chunk) {
+    const int64_t nc = std::min(chunk, T - c0);
+    Gemm(false, true, nc, V, H, 1.f, hidden + c0 * H, H, weight, H, 0.f, ws.as<float>(), V, prec);
+    AGENTRL_LAUNCH(RowStatsKernel<float>, static_cast<unsigned>(nc), kThreads, 0, ws.as<float>(), V, inv_tau,
+                   targets.as<int32_t>() + c0, row_max.as<float>() + c0, log_s.as<float>() + c0,
+                   logp_d.as<float>() + c0, c.entropy ? ent_d.as<float>() + c0 : nullptr, bad.as<int>());
+    Check(gpuGetLastError(), "row stats");
+  }
+  int flag = 0;
+  Check(gpuMemcpy(&flag, bad.as<void>(), sizeof(int), gpuMemcpyDeviceToHost), "copy flag");
+  if (flag) throw InvalidArgument("hidden or weight produce a non-finite logit: check them for NaN/inf");
+  const DeviceLossConfig dc{c.clip_low,      c.clip_high, c.dual_clip,
+                            c.max_log_ratio, c.horizon,   static_cast<double>(c.token_count),
+                            static_cast<double>(c.seq_count), 1.0 / c.temperature, static_cast<int>(c.aggregation),
+                            c.sequence_ratio ? 1 : 0, c.entropy ? 1 : 0};
+  AGENTRL_LAUNCH(TokenMathKernel, 1, kBlock, 0, dc, T, S, cu.as<int32_t>(), mask.as<uint8_t>(), old_logp.as<float>(),
+                 adv.as<float>(), logp_d.as<float>(), c.entropy ? ent_d.as<float>() : nullptr, w.as<double>(),
+                 g.as<float>(), metrics.as<double>());
+  Check(gpuGetLastError(), "token math");
+  double m[8];
+  Check(gpuMemcpy(m, metrics.as<void>(), sizeof(m), gpuMemcpyDeviceToHost), "copy metrics");
+  if (T > 0) Check(gpuMemcpy(logp, logp_d.as<void>(), 4 * T, gpuMemcpyDeviceToHost), "copy logp");
+  if (entropy && c.entropy && T > 0)
+    Check(gpuMemcpy(entropy, ent_d.as<void>(), 4 * T, gpuMemcpyDeviceToHost), "copy entropy");
+  Metrics out;
+  out.loss = m[0];
+  out.tokens = m[1];
+  out.clip_low = m[2];
+  out.clip_high = m[3];
+  out.clip_dual = m[4];
+  out.approx_kl = m[5];
+  out.ppo_kl = m[6];
+  out.entropy = m[7];
+  if (!accumulate_dweight) Check(gpuMemset(dweight, 0, sizeof(float) * V * H), "memset dweight");
+  for (int64_t c0 = 0; c0 < T; c0 += chunk) {
+    const int64_t nc = std::min(chunk, T - c0);
+    float* z = ws.as<float>();
+    Gemm(false, true, nc, V, H, 1.f, hidden + c0 * H, H, weight, H, 0.f, z, V, prec);
+    AGENTRL_LAUNCH(RowGradKernel<float>, static_cast<unsigned>(nc), kThreads, 0, z, z, V, inv_tau,
+                   targets.as<int32_t>() + c0, row_max.as<float>() + c0, log_s.as<float>() + c0, g.as<float>() + c0);
+    Check(gpuGetLastError(), "row grad");
+    Gemm(true, false, V, H, nc, 1.f, z, V, hidden + c0 * H, H, 1.f, dweight, H, prec);
+    Gemm(false, false, nc, H, V, 1.f, z, V, weight, H, 0.f, dhidden + c0 * H, H, prec);
+  }
+  return out;
+}
+
+}  // namespace agentrl::kernels::gpu
+
+extern "C" __attribute__((visibility("default"))) int agentrl_fused_linear(AgentrlFusedLinearArgs* a, char* err,
+                                                                            int err_len) {
+  using agentrl::gpu::Check;
+  return agentrl::gpu::AbiGuard(err, err_len, [&] {
+    const int64_t T = a->tokens.T, H = a->H, V = a->V;
+    void *h = nullptr, *w = nullptr, *dh = nullptr, *dw = nullptr;
+    struct Free {
+      void** ps[4];
+      ~Free() {
+        for (void** p : ps)
+          if (*p) (void)gpuFree(*p);
+      }
+    } guard{{&h, &w, &dh, &dw}};
+    Check(gpuMalloc(&h, sizeof(float) * std::max<int64_t>(T * H, 1)), "malloc hidden");
+    Check(gpuMalloc(&w, sizeof(float) * V * H), "malloc weight");
+    Check(gpuMalloc(&dh, sizeof(float) * std::max<int64_t>(T * H, 1)), "malloc dhidden");
+    Check(gpuMalloc(&dw, sizeof(float) * V * H), "malloc dweight");
+    if (T > 0) Check(gpuMemcpy(h, a->hidden, sizeof(float) * T * H, gpuMemcpyHostToDevice), "copy hidden");
+    Check(gpuMemcpy(w, a->weight, sizeof(float) * V * H, gpuMemcpyHostToDevice), "copy weight");
+    if (a->accumulate) Check(gpuMemcpy(dw, a->dweight, sizeof(float) * V * H, gpuMemcpyHostToDevice), "copy dweight");
+    a->metrics = agentrl::kernels::gpu::FusedLinearDevice(
+        a->config, a->tokens, static_cast<float*>(h), static_cast<float*>(w), H, V, static_cast<float*>(dh),
+        static_cast<float*>(dw), a->accumulate != 0, a->logp, a->entropy, &a->workspace_bytes, 0);
+    if (T > 0) Check(gpuMemcpy(a->dhidden, dh, sizeof(float) * T * H, gpuMemcpyDeviceToHost), "copy dhidden");
+    Check(gpuMemcpy(a->dweight, dw, sizeof(float) * V * H, gpuMemcpyDeviceToHost), "copy dweight");
+  });
+}

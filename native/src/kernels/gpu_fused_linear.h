@@ -1,0 +1,42 @@
+// The fused-linear GRPO-RoC policy loss on device buffers (kernels/cuda/fused_linear.cu), for the
+// engine's device model and for the kernels component's `cuda` / `hip` backends.
+#pragma once
+#include <cstdint>
+
+#include "kernels/token_math.h"
+
+extern "C" {
+
+/** Host-array entry (copies hidden and weight in, dhidden and dweight out): the kernels component's path. */
+struct AgentrlFusedLinearArgs {
+  agentrl::kernels::LossConfig config;
+  agentrl::kernels::TokenInputs tokens;
+  const float* hidden;  // [T, H]
+  const float* weight;  // [V, H]
+  int64_t H, V;
+  float* dhidden;  // [T, H] out
+  float* dweight;  // [V, H] out (added to when accumulate)
+  int32_t accumulate;
+  float* logp;     // [T] out
+  float* entropy;  // [T] out or null
+  agentrl::kernels::Metrics metrics;  // out
+  int64_t workspace_bytes;            // out: device bytes beyond inputs and outputs
+};
+
+typedef int (*agentrl_fused_linear_fn)(AgentrlFusedLinearArgs* args, char* err, int err_len);
+}
+
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(AGENTRL_HIP_CPU)
+namespace agentrl::kernels::gpu {
+
+/**
+ * hidden, weight, dhidden, dweight: device pointers; token inputs, logp and entropy: host arrays
+ * (O(T), copied once each way). dweight is accumulated when `accumulate_dweight`, else written.
+ * Logits exist only as one chunk of rows [chunk, V] at a time, recomputed in the backward.
+ */
+Metrics FusedLinearDevice(const LossConfig& c, const TokenInputs& in, const float* hidden, const float* weight,
+                          int64_t H, int64_t V, float* dhidden, float* dweight, bool accumulate_dweight, float* logp,
+                          float* entropy, int64_t* workspace_bytes, int precision);
+
+}  // namespace agentrl::kernels::gpu
+#endif

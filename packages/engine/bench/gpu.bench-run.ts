@@ -1,0 +1,148 @@
+// The GPU bench (run by scripts/gpu-check.sh on a machine with an NVIDIA GPU; it cannot run here):
+// training tokens/s and model FLOP utilisation of a Qwen3-0.6B-shaped model (random init, bf16
+// matrix products, sequence 4096, AdamW), KV-cache decode tokens/s at batch 1 and 64 with
+// on-device sampling, and the fused-linear policy loss at T = 16K, V = 152K (time and workspace).
+// The PyTorch + transformers side of each comparison is scripts/gpu-bench-torch.py, run by the same
+// script on the same GPU; this file prints one JSON line per figure, prefixed "GPU_BENCH ".
+import { loadNative } from '@agentrl/native';
+import { it } from 'vitest';
+import { packSequences } from '../src/batch.js';
+import type { ModelConfigInput } from '../src/config.js';
+import { type Device, deviceGemmPath, deviceUnavailableReason, sampleOnDevice } from '../src/device.js';
+import { createModel } from '../src/model.js';
+import { createAdamW } from '../src/optimizer.js';
+
+const device = (process.env.AGENTRL_GPU_TEST_DEVICE ?? 'cuda') as Device;
+const quick = process.env.GPU_BENCH_QUICK === '1';
+const peakTflops = Number(process.env.GPU_PEAK_TFLOPS ?? 989); // H100/H200 SXM dense bf16, datasheet
+const report = (figure: Record<string, unknown>) => console.log(`GPU_BENCH ${JSON.stringify(figure)}`);
+const now = () => performance.now() / 1000;
+
+// Qwen3-0.6B's shape (its config.json), random init.
+const qwen3_06b: ModelConfigInput = {
+  architectures: ['Qwen3ForCausalLM'],
+  vocab_size: 151936,
+  hidden_size: 1024,
+  intermediate_size: 3072,
+  num_hidden_layers: quick ? 2 : 28,
+  num_attention_heads: 16,
+  num_key_value_heads: 8,
+  head_dim: 128,
+  max_position_embeddings: 40960,
+  rope_theta: 1000000,
+  tie_word_embeddings: true,
+  initializer_range: 0.02,
+};
+
+it('gpu bench', () => {
+  const why = deviceUnavailableReason(device);
+  if (why !== undefined) {
+    report({ figure: 'skipped', reason: why });
+    return;
+  }
+  const seq = quick ? 512 : 4096;
+  const model = createModel(qwen3_06b, { device, precision: 'bf16', seed: 1 });
+  report({ figure: 'gemm', path: deviceGemmPath(model) });
+  const opt = createAdamW(model, { lr: 1e-4, maxGradNorm: 1, warmupSteps: 0 });
+  const tokens = Array.from({ length: seq }, (_, i) => (i * 7919) % 151936);
+  const batch = packSequences([tokens]);
+  const mask = new Uint8Array(seq).fill(1);
+  const step = () => {
+    model.zeroGrad();
+    model.sftLoss(batch, mask);
+    opt.step();
+  };
+  step(); // warm-up: allocations, rope tables, cuBLASLt heuristics
+  const steps = quick ? 2 : 5;
+  const t0 = now();
+  for (let s = 0; s < steps; s++) step();
+  const dt = (now() - t0) / steps;
+  // 6 N per token for the matrices (lm_head included) + causal attention's 6 L T d_attn per token.
+  const c = model.shape;
+  const perLayer =
+    c.hidden * c.heads * c.headDim * 2 + c.hidden * c.kvHeads * c.headDim * 2 + 3 * c.hidden * c.intermediate;
+  const matmulParams = c.layers * perLayer + c.vocab * c.hidden;
+  const flopsPerToken = 6 * matmulParams + 6 * c.layers * seq * c.heads * c.headDim;
+  const tps = seq / dt;
+  report({
+    figure: 'train',
+    layers: c.layers,
+    seq,
+    tokensPerSecond: tps,
+    stepSeconds: dt,
+    mfu: (tps * flopsPerToken) / (peakTflops * 1e12),
+  });
+
+  for (const b of [1, 64]) {
+    const caches = Array.from({ length: b }, () => model.native.createCache(model.handle));
+    const prompt = 16;
+    const V = c.vocab;
+    const logits = undefined as unknown as Float32Array; // logits stay on the device
+    const first = Int32Array.from({ length: b * prompt }, (_, i) => (i * 31) % V);
+    model.native.extend(model.handle, caches, first, new Int32Array(b).fill(prompt), logits);
+    const u = new Float32Array(b);
+    let next = sampleOnDevice(
+      model,
+      0.7,
+      0.95,
+      u.map((_, i) => (i + 0.5) / b),
+    );
+    const newTokens = quick ? 8 : 64;
+    const ones = new Int32Array(b).fill(1);
+    const t1 = now();
+    for (let k = 0; k < newTokens; k++) {
+      model.native.extend(model.handle, caches, next, ones, logits);
+      next = sampleOnDevice(
+        model,
+        0.7,
+        0.95,
+        u.map((_, i) => ((i * 13 + k) % 97) / 97),
+      );
+    }
+    report({ figure: 'decode', batch: b, tokensPerSecond: (b * newTokens) / (now() - t1) });
+  }
+
+  const T = quick ? 2048 : 16384;
+  const V = 151936;
+  const H = 1024;
+  const hidden = Float32Array.from({ length: T * H }, (_, i) => Math.sin(i) * 0.5);
+  const weight = Float32Array.from({ length: V * H }, (_, i) => Math.cos(i * 1.3) * 0.02);
+  const inputs = {
+    hidden,
+    weight,
+    hiddenSize: H,
+    vocabSize: V,
+    targets: Int32Array.from({ length: T }, (_, i) => (i * 7) % V),
+    oldLogprobs: new Float32Array(T).fill(-11),
+    advantages: Float32Array.from({ length: T }, (_, i) => (i % 2 ? 1 : -1)),
+    lossMask: new Uint8Array(T).fill(1),
+    cuSeqlens: Int32Array.from([0, T / 2, T]),
+  };
+  // The kernels component directly (@agentrl/kernels' fusedLinearPolicyLoss calls the same entry).
+  const kernels = loadNative().kernels as {
+    fusedLinear(args: Record<string, unknown>): { workspaceBytes: number };
+  };
+  const call = () =>
+    kernels.fusedLinear({
+      ...inputs,
+      dHidden: new Float32Array(T * H),
+      dWeight: new Float32Array(V * H),
+      logp: new Float32Array(T),
+      accumulate: false,
+      config: { temperature: 1, clipLow: 0.2, clipHigh: 0.28, dualClip: 3, maxLogRatio: 20, aggregation: 0 },
+      backend: device === 'cuda' ? 'cuda' : 'hip',
+    });
+  call();
+  const t2 = now();
+  const r = call();
+  report({
+    figure: 'fused-linear',
+    T,
+    V,
+    H,
+    seconds: now() - t2,
+    note: 'includes copying hidden and weight in and dHidden and dWeight out over PCIe',
+    workspaceBytes: r.workspaceBytes,
+    materialisedLogitsBytes: T * V * 4,
+  });
+});

@@ -1,0 +1,276 @@
+import { listBackends, loadNative, type NativeOperation } from '@agentrl/native';
+import type { NativeModelConfig } from './config.js';
+import { EngineError } from './errors.js';
+import type { Model } from './model.js';
+import { type CacheHandle, type EngineBinding, engineBinding, type ModelHandle } from './native.js';
+
+/** Where a model's parameters, gradients, optimizer state and activations live. */
+export type Device = 'cpu' | 'cuda' | 'rocm';
+export const DEVICES: readonly Device[] = ['cpu', 'cuda', 'rocm'];
+
+/**
+ * Matrix products on a GPU device: `fp32` (fp32 inputs and compute) or `bf16` (fp32 storage, bf16
+ * tensor-core products, fp32 accumulation: cuBLASLt / hipBLASLt COMPUTE_32F_FAST_16BF). The CPU
+ * ignores it (always fp32).
+ */
+export type DevicePrecision = 'fp32' | 'bf16';
+
+export interface DeviceOptions {
+  /** Default `cpu`. `cuda` needs agentrl_cuda.so and an NVIDIA GPU; `rocm` agentrl_hip.so and an AMD GPU. */
+  device?: Device;
+  /** Default `fp32`. */
+  precision?: DevicePrecision;
+}
+
+/** The fused-linear policy-loss arguments of a device model (the shape of @agentrl/kernels' call). */
+export interface DevicePolicyLossArgs {
+  config: Record<string, number>;
+  targets: Int32Array;
+  oldLogprobs: Float32Array;
+  advantages: Float32Array;
+  lossMask: Uint8Array;
+  cuSeqlens: Int32Array;
+  logp: Float32Array;
+  entropy?: Float32Array;
+}
+
+export interface DevicePolicyLossMetrics {
+  loss: number;
+  tokens: number;
+  clipFracLow: number;
+  clipFracHigh: number;
+  clipFracDual: number;
+  approxKl: number;
+  ppoKl: number;
+  entropy: number;
+  workspaceBytes: number;
+}
+
+/** The addon's `engineGpu` component (native/src/engine/gpu_bindings.cc). */
+interface EngineGpuBinding
+  extends Omit<EngineBinding, 'createModel' | 'backend' | 'buffers' | 'extendInvariant' | 'packForDecode'> {
+  createModel(
+    config: NativeModelConfig,
+    device: 'cuda' | 'hip',
+    precision: number,
+  ): ReturnType<EngineBinding['createModel']>;
+  buffers(handle: ModelHandle): { params: ArrayBuffer; grads: ArrayBuffer };
+  syncToHost(handle: ModelHandle): void;
+  syncToDevice(handle: ModelHandle): void;
+  sample(handle: ModelHandle, temperature: number, topP: number, uniforms: Float32Array): Int32Array;
+  policyLoss(handle: ModelHandle, args: DevicePolicyLossArgs): DevicePolicyLossMetrics;
+  gemmPath(device: 'cuda' | 'hip'): string;
+}
+
+/** An engine binding for a device model; the extra entry points exist only off the CPU. */
+export interface DeviceEngineBinding extends EngineBinding {
+  readonly device: Device;
+  sample(handle: ModelHandle, temperature: number, topP: number, uniforms: Float32Array): Int32Array;
+  policyLoss(handle: ModelHandle, args: DevicePolicyLossArgs): DevicePolicyLossMetrics;
+  gemmPath(): string;
+}
+
+const nativeName = (device: Exclude<Device, 'cpu'>): 'cuda' | 'hip' => (device === 'cuda' ? 'cuda' : 'hip');
+
+/**
+ * Why `operation` cannot run on `device` here, or undefined when it can (from listBackends()).
+ */
+export function deviceUnavailableReason(
+  device: Device,
+  operation: NativeOperation = 'engineTrain',
+): string | undefined {
+  if (device === 'cpu') return undefined;
+  let info: ReturnType<typeof listBackends>[number] | undefined;
+  try {
+    info = listBackends().find((b) => b.name === nativeName(device));
+  } catch (err) {
+    return (err as Error).message.split('\n')[0];
+  }
+  if (!info) return `the addon reports no ${nativeName(device)} backend`;
+  const op = info.operations[operation];
+  return op.runnable ? undefined : op.detail;
+}
+
+/**
+ * The first of `candidates` that can run `operation` here, or undefined; `reasons` lists why each
+ * refused one cannot ("cuda: ...; rocm: ..."), for a log line or the name of a skipped GPU test.
+ */
+export function firstRunnableDevice(
+  candidates: readonly Device[],
+  operation: NativeOperation = 'engineTrain',
+): { device: Device | undefined; reasons: string } {
+  const refused: string[] = [];
+  for (const d of candidates) {
+    const why = deviceUnavailableReason(d, operation);
+    if (why === undefined) return { device: d, reasons: refused.join('; ') };
+    refused.push(`${d}: ${why}`);
+  }
+  return { device: undefined, reasons: refused.join('; ') };
+}
+
+/**
+ * The binding of a model on `device`. The CPU gets the engine component as is. A GPU device gets
+ * the engineGpu component wrapped so that the host mirror (the Float32Array views that
+ * `parameters()`, `lmHeadWeight()` and `adamMoments()` return) stays consistent: reading the views
+ * downloads what changed on the device, and the next device call uploads the mirror again (JS may
+ * have written it: a checkpoint load, an optimizer-state restore). Views must not be written after
+ * a later device call without asking for them again.
+ */
+export function bindingForDevice(options: DeviceOptions = {}): EngineBinding | DeviceEngineBinding {
+  const device = options.device ?? 'cpu';
+  if (!DEVICES.includes(device)) {
+    throw new EngineError(
+      'INVALID_CONFIG',
+      `device must be one of ${DEVICES.join(', ')}; got ${String(device)}`,
+    );
+  }
+  if (device === 'cpu') return engineBinding();
+  const why = deviceUnavailableReason(device);
+  if (why !== undefined) {
+    throw new EngineError(
+      'NATIVE',
+      `device '${device}' cannot run the engine here: ${why}. Use device: 'cpu', or run on a machine with the GPU and its driver`,
+    );
+  }
+  const gpu = loadNative().engineGpu as EngineGpuBinding | undefined;
+  if (!gpu) {
+    throw new EngineError(
+      'NATIVE',
+      'the native addon has no "engineGpu" component; rebuild it: pnpm --filter @agentrl/native build',
+    );
+  }
+  return wrapGpu(gpu, device, options.precision === 'bf16' ? 1 : 0);
+}
+
+interface MirrorState {
+  /** the device holds changes the mirror lacks */
+  hostStale: boolean;
+  /** JS was handed the mirror views and may have written them */
+  mirrorLive: boolean;
+}
+
+function wrapGpu(
+  gpu: EngineGpuBinding,
+  device: Exclude<Device, 'cpu'>,
+  precision: number,
+): DeviceEngineBinding {
+  const states = new WeakMap<object, MirrorState>();
+  const stateOf = (h: ModelHandle): MirrorState => {
+    let s = states.get(h);
+    if (!s) {
+      s = { hostStale: false, mirrorLive: false };
+      states.set(h, s);
+    }
+    return s;
+  };
+  /** Before a device call: push a mirror JS may have written; after one that mutates: mark stale. */
+  const onDevice = <R>(h: ModelHandle, mutates: boolean, call: () => R): R => {
+    const s = stateOf(h);
+    if (s.mirrorLive) {
+      gpu.syncToDevice(h);
+      s.mirrorLive = false;
+    }
+    const out = call();
+    if (mutates) s.hostStale = true;
+    return out;
+  };
+  const cacheOwner = new WeakMap<object, ModelHandle>();
+  return {
+    device,
+    backend: device,
+    createModel: (config) => gpu.createModel(config, nativeName(device), precision),
+    buffers: (h) => gpu.buffers(h),
+    // The mirror views; JS may write the moments (an optimizer-state restore): beforeHostAccess runs first.
+    optimizerBuffers: (h) => gpu.optimizerBuffers(h),
+    enableTraining: (h) => gpu.enableTraining(h),
+    memoryBytes: (h) => gpu.memoryBytes(h),
+    beforeHostAccess: (h) => {
+      const s = stateOf(h);
+      if (s.hostStale) gpu.syncToHost(h);
+      s.hostStale = false;
+      s.mirrorLive = true;
+    },
+    initParams: (h, seed, std) => {
+      gpu.initParams(h, seed, std);
+      stateOf(h).mirrorLive = false;
+    },
+    forward: (h, tokens, cu, recompute) => onDevice(h, false, () => gpu.forward(h, tokens, cu, recompute)),
+    backward: (h, dh, dlm) => onDevice(h, true, () => gpu.backward(h, dh, dlm)),
+    crossEntropy: (h, targets, scale) => onDevice(h, true, () => gpu.crossEntropy(h, targets, scale)),
+    logits: (h, out) => onDevice(h, false, () => gpu.logits(h, out)),
+    zeroGrad: (h) => onDevice(h, true, () => gpu.zeroGrad(h)),
+    gradNormSquared: (h) => onDevice(h, false, () => gpu.gradNormSquared(h)),
+    adamw: (h, lr, b1, b2, eps, wd, step, scale) =>
+      onDevice(h, true, () => gpu.adamw(h, lr, b1, b2, eps, wd, step, scale)),
+    createCache: (h) => {
+      const c = gpu.createCache(h);
+      cacheOwner.set(c, h);
+      return c;
+    },
+    cacheLength: (c) => gpu.cacheLength(c),
+    cacheTruncate: (c: CacheHandle, n) => gpu.cacheTruncate(c, n),
+    extend: (h, caches, tokens, counts, logits) =>
+      onDevice(h, false, () => gpu.extend(h, caches, tokens, counts, logits)),
+    // The device has no panel copy: invariant decode is the plain device extend. Each row is computed
+    // on its own, but cuBLASLt may pick another kernel for another batch size, so bit-identical
+    // logits across batch sizes hold only on the fallback GEMM (AGENTRL_GPU_GEMM=fallback).
+    extendInvariant: (h, caches, tokens, counts, logits, hidden) => {
+      if (hidden !== undefined) {
+        throw new EngineError('NATIVE', `extendInvariant's hidden output is not available on ${device} yet`);
+      }
+      onDevice(h, false, () => gpu.extend(h, caches, tokens, counts, logits));
+    },
+    packForDecode: () => false,
+    sample: (h, temperature, topP, uniforms) => gpu.sample(h, temperature, topP, uniforms),
+    policyLoss: (h, args) => onDevice(h, true, () => gpu.policyLoss(h, args)),
+    gemmPath: () => gpu.gemmPath(nativeName(device)),
+    setThreads: () => 1,
+  };
+}
+
+/** True when `binding` is a device model's binding (it has sample / policyLoss on the device). */
+export function isDeviceBinding(binding: EngineBinding): binding is DeviceEngineBinding {
+  return (binding as Partial<DeviceEngineBinding>).device !== undefined && binding.backend !== 'cpu';
+}
+
+function deviceBindingOf(model: Model, what: string): DeviceEngineBinding {
+  if (!isDeviceBinding(model.native)) {
+    throw new EngineError('NATIVE', `${what} runs on a cuda or rocm model; this model is on ${model.device}`);
+  }
+  return model.native;
+}
+
+/**
+ * One token per sequence of the model's latest `extend`, drawn on the device (see device_ops.h
+ * Sample): softmax(logits / temperature), the top-p nucleus, then `uniforms[b]` (in [0, 1)) picks
+ * the token. temperature 0: argmax.
+ */
+export function sampleOnDevice(
+  model: Model,
+  temperature: number,
+  topP: number,
+  uniforms: Float32Array,
+): Int32Array {
+  if (!(temperature >= 0) || !(topP > 0 && topP <= 1)) {
+    throw new EngineError(
+      'INVALID_REQUEST',
+      `temperature must be >= 0 and topP in (0, 1]; got ${temperature}, ${topP}`,
+    );
+  }
+  return deviceBindingOf(model, 'sampleOnDevice').sample(model.handle, temperature, topP, uniforms);
+}
+
+/**
+ * The fused-linear GRPO-RoC policy loss on the latest forwardHidden of a device model, and its
+ * backward through the whole model (gradients accumulate): hidden states and logits never leave
+ * the device. The arguments are those of @agentrl/kernels' fusedLinearPolicyLoss without hidden /
+ * weight (the model's own); `logp` (and `entropy` when config.entropy) are filled in.
+ */
+export function devicePolicyLoss(model: Model, args: DevicePolicyLossArgs): DevicePolicyLossMetrics {
+  return deviceBindingOf(model, 'devicePolicyLoss').policyLoss(model.handle, args);
+}
+
+/** Which matrix-product path a device model's GEMMs take here ("cublasLt", "hipblasLt", "fallback kernel (...)"). */
+export function deviceGemmPath(model: Model): string {
+  return deviceBindingOf(model, 'deviceGemmPath').gemmPath();
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The GPU check: on a machine with an NVIDIA GPU and CUDA, builds the addon for that GPU (Hopper:
+# sm_90a), runs every GPU test (the ones CI lists as skipped: engine, kernels, the trainer's device
+# steps and `agentrl train --preset smoke --device cuda`) and the GPU bench beside PyTorch +
+# transformers on the same GPU, and prints one summary. Written to finish in under 8 minutes on one
+# H200; GPU_BENCH_QUICK=1 shrinks the bench (2 layers, short sequences) for a first try.
+#
+# Needs: nvidia-smi and nvcc (PATH or /usr/local/cuda/bin); Node >= 20 on PATH or unpacked from a
+# tarball at AGENTRL_NODE_DIR (its bin/node); this checkout with node_modules installed
+# (pnpm install); cmake; python3 with torch and transformers for the baseline (skipped without).
+# cuBLASLt is found in /usr/local/cuda/lib64 or in python3's nvidia-cublas wheel; without it the
+# GEMMs take the fallback kernel and the summary says so.
+#   scripts/gpu-check.sh            # everything
+#   AGENTRL_CUDA_ARCH=90 scripts/gpu-check.sh   # another target (default 90a)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+log="${GPU_CHECK_LOG:-$root/gpu-check.log}"
+: >"$log"
+say() { echo "$*" | tee -a "$log"; }
+[ -n "${AGENTRL_NODE_DIR:-}" ] && export PATH="$AGENTRL_NODE_DIR/bin:$PATH"
+export PATH="/usr/local/cuda/bin:$PATH"
+command -v node >/dev/null || { say "gpu-check: no node (put it on PATH or set AGENTRL_NODE_DIR)"; exit 2; }
+command -v nvidia-smi >/dev/null || { say "gpu-check: no nvidia-smi: this is not a machine with an NVIDIA GPU"; exit 2; }
+command -v nvcc >/dev/null || { say "gpu-check: no nvcc (CUDA toolkit) on PATH or in /usr/local/cuda/bin"; exit 2; }
+[ -d "$root/native/node_modules" ] || { say "gpu-check: native/node_modules missing: run pnpm install first"; exit 2; }
+gpu="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
+say "gpu-check $(date -u +%FT%TZ) on: $gpu; node $(node --version); $(nvcc --version | tail -1)"
+
+# cuBLASLt at run time (dlopen'ed by agentrl_cuda.so): the toolkit's, else the one of python3's
+# nvidia-cublas wheel (nvidia/cublas/lib for CUDA 12 wheels, nvidia/cu13/lib for CUDA 13).
+wheel_lib="$(python3 - <<'PY' 2>/dev/null
+import glob, os, sys
+for base in sys.path:
+    for p in glob.glob(os.path.join(base, "nvidia", "**", "libcublasLt.so*"), recursive=True):
+        print(os.path.dirname(p)); raise SystemExit
+PY
+)"
+for d in /usr/local/cuda/lib64 "$wheel_lib"; do
+  if [ -n "$d" ] && ls "$d"/libcublasLt.so* >/dev/null 2>&1; then
+    export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+    say "cuBLASLt: $d"
+    break
+  fi
+done
+
+status=0
+step() { # name, command...
+  local name="$1"; shift
+  local t0=$SECONDS
+  if "$@" >>"$log" 2>&1; then say "  ok    $name ($((SECONDS - t0)) s)"; else say "  FAIL  $name ($((SECONDS - t0)) s): see $log"; status=1; fi
+}
+export AGENTRL_CUDA=ON AGENTRL_HIP=OFF AGENTRL_CUDA_ARCH="${AGENTRL_CUDA_ARCH:-90a}" AGENTRL_GPU_TEST_DEVICE=cuda
+step "build (sm_${AGENTRL_CUDA_ARCH})" bash -c "cd '$root/native' && node scripts/build.mjs && npx tsc -p tsconfig.build.json"
+step "engine device tests" bash -c "cd '$root/packages/engine' && npx vitest run test/device.test.ts"
+step "kernels device tests" bash -c "cd '$root/packages/kernels' && npx vitest run test/fused-linear-device.test.ts test/backends.test.ts test/bf16.test.ts"
+step "trainer device tests" bash -c "cd '$root/apps/trainer' && npx vitest run src/train/native-policy.test.ts -t 'with --device'"
+step "agentrl train --device cuda (smoke preset)" bash -c "cd '$root/test' && timeout 300 npx vitest run src/device-cli.test.ts"
+step "bf16 engine tests" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_PRECISION=bf16 npx vitest run test/device.test.ts -t 'forward hidden'"
+step "agentrl GPU bench" bash -c "cd '$root/packages/engine' && timeout 240 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
+if python3 -c 'import torch, transformers' 2>/dev/null; then
+  step "PyTorch + transformers bench" timeout 180 python3 "$root/scripts/gpu-bench-torch.py"
+else
+  say "  skip  PyTorch bench (python3 has no torch/transformers)"
+fi
+say "summary:"
+grep -hE '^(GPU_BENCH|TORCH_BENCH) ' "$log" | tee -a "$log.summary" || true
+grep -hE 'Tests +[0-9]+' "$log" | sed 's/^/  tests: /' || true
+say "gpu-check: $([ $status = 0 ] && echo PASS || echo FAIL) (log: $log)"
+exit $status

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Checks the engine's and the policy loss's GPU kernels WITHOUT a GPU: builds the same sources that
+# become agentrl_hip.so (native/src/**/cuda/*.cu) with g++ against ROCm's header-only HIP-CPU
+# runtime, where kernels run as host threads, then runs the device tests (the ones that skip where
+# no GPU is present) with that object loaded as the `hip` backend, against the CPU engine.
+#
+# Not part of CI. Needs a checkout of https://github.com/ROCm/HIP-CPU (its include/, src/ and
+# external/ folders) named by HIP_CPU_ROOT, and TBB (apt-get install -y libtbb-dev). Nothing of
+# HIP-CPU is kept in this repository. What HIP-CPU cannot check: the cuBLASLt / hipBLASLt calls (the
+# libraries are absent; GEMMs take the fallback kernel), real warp/wavefront timing, and speed.
+#
+#   HIP_CPU_ROOT=/path/to/HIP-CPU scripts/hip-cpu-check.sh [vitest file filters...]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+: "${HIP_CPU_ROOT:?set HIP_CPU_ROOT to a checkout of github.com/ROCm/HIP-CPU}"
+[ -f "$HIP_CPU_ROOT/include/hip/hip_runtime.h" ] || { echo "no include/hip/hip_runtime.h under $HIP_CPU_ROOT" >&2; exit 2; }
+out="$root/native/build/hip-cpu"
+mkdir -p "$out"
+jobs="${JOBS:-2}"
+mapfile -t sources < <(cd "$root/native" && find src -path '*/cuda/*.cu' | sort)
+echo "hip-cpu: compiling ${#sources[@]} sources with g++ (-j$jobs)"
+printf '%s\n' "${sources[@]}" | xargs -P "$jobs" -I{} sh -c '
+  obj="$0/$(echo "{}" | tr / _).o"
+  if [ ! -f "$obj" ] || [ "$1/{}" -nt "$obj" ] || [ -n "$(find "$1/src" -name "*.h" -newer "$obj" | head -1)" ]; then
+    nice g++ -std=c++17 -O2 -fPIC -DAGENTRL_HIP_CPU -I"$2/include" -I"$1/src" -x c++ -c "$1/{}" -o "$obj"
+  fi' "$out" "$root/native" "$HIP_CPU_ROOT"
+g++ -shared "$out"/*.o -ltbb -lpthread -o "$out/agentrl_hip.so"
+echo "hip-cpu: built $out/agentrl_hip.so"
+export AGENTRL_HIP_LIBRARY="$out/agentrl_hip.so" AGENTRL_GPU_TEST_DEVICE=rocm AGENTRL_GPU_GEMM=fallback
+cd "$root/packages/engine" && nice npx vitest run test/device.test.ts "$@"
+cd "$root/packages/kernels" && nice npx vitest run test/fused-linear-device.test.ts "$@"
