@@ -1,4 +1,4 @@
-// Argument checks shared by the addon's entry points (engine/bindings.cc, kernels/kernels_module.cc):
+// Argument checks shared by the addon's entry points (engine/bindings.cc, kernels/kernels_module.cc, parallel/):
 // each throws E, the component's std::invalid_argument subclass, which its entry-point guard turns
 // into a JS error with the component's INVALID_ARGUMENT code. Numbers are checked for finiteness
 // and range before any cast (a NaN cast to an integer is undefined behaviour).
@@ -21,6 +21,7 @@ struct TypedArrayKind;
     static constexpr const char* kName = NAME;               \
   };
 AGENTRL_TYPED_ARRAY_KIND(float, napi_float32_array, "Float32Array")
+AGENTRL_TYPED_ARRAY_KIND(double, napi_float64_array, "Float64Array")
 AGENTRL_TYPED_ARRAY_KIND(int32_t, napi_int32_array, "Int32Array")
 AGENTRL_TYPED_ARRAY_KIND(uint8_t, napi_uint8_array, "Uint8Array")
 AGENTRL_TYPED_ARRAY_KIND(uint16_t, napi_uint16_array, "Uint16Array")

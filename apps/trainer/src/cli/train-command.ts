@@ -1,8 +1,9 @@
+import { createCommunicator } from '@agentrl/parallel';
 import { parseConfig, resolveConfig } from '../config/load.js';
 import { deepMerge } from '../config/merge.js';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
-import { createProgress } from '../run/progress.js';
+import { createProgress, type Progress } from '../run/progress.js';
 import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
 import { assertDeviceRuns, createEnvironment } from '../train/create-environment.js';
@@ -12,6 +13,8 @@ import { prepareResume, train } from '../train/trainer.js';
 import { parseArgs } from './args.js';
 import { TRAIN_FLAGS } from './commands.js';
 import { renderHelp } from './help.js';
+
+const SILENT: Progress = { start() {}, update() {}, log() {}, stop() {} };
 
 export async function runTrainCommand(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -37,6 +40,10 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     throw new TrainerError('USAGE', '--stop-after needs a non-negative integer');
   }
 
+  // Under mpirun / srun: this process is one rank of a data-parallel job; rank 0 (the lead) alone
+  // creates the run directory and writes to it. Without a launcher: one process, as always.
+  const comm = createCommunicator();
+  const lead = comm.rank === 0;
   let run: RunDir;
   let cfg: TrainConfig;
   let resume: ReturnType<typeof prepareResume> = null;
@@ -53,7 +60,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
       );
     }
     cfg = parseConfig(deepMerge(saved, args.overrides), `${run.configPath}`);
-    resume = prepareResume(run);
+    resume = prepareResume(run, { truncate: lead });
     // Killed during SFT before its first checkpoint: nothing to continue from, so SFT starts over.
     restart = resume === null;
   } else {
@@ -63,14 +70,28 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
       overrides: args.overrides,
     });
     run = RunDir.forConfig(cfg);
-    run.assertCreatable({ overwrite: Boolean(args.flags.overwrite) });
+    if (lead) run.assertCreatable({ overwrite: Boolean(args.flags.overwrite) });
+  }
+  if (comm.size > 1 && cfg.device !== 'cpu') {
+    throw new TrainerError(
+      'USAGE',
+      `--device ${cfg.device} with ${comm.size} ranks needs NCCL/RCCL gradients, which are planned; data-parallel ranks train on the cpu device today`,
+    );
+  }
+  if (comm.size > 1 && cfg.engine.url) {
+    throw new TrainerError(
+      'USAGE',
+      `--engine with ${comm.size} ranks is planned (rank 0 would drive the servers and scatter the trajectories); run the remote-engine setup as one process, or drop --engine to roll out on every rank`,
+    );
   }
   if (args.flags['print-config']) {
-    process.stdout.write(`${JSON.stringify(cfg, null, 2)}\n`);
+    if (lead) process.stdout.write(`${JSON.stringify(cfg, null, 2)}\n`);
+    comm.finalize();
     return 0;
   }
   assertDeviceRuns(cfg.device); // before the data is read: a --device that cannot run stops here
-  const progress = createProgress(cfg.progress);
+  // Other ranks are silent: rank 0 speaks for the job.
+  const progress = lead ? createProgress(cfg.progress) : SILENT;
   const split = await loadSplit(cfg, (l) => progress.log(l));
   const env = await createEnvironment(cfg, {
     initDir: resume?.checkpointDir ?? cfg.model.init,
@@ -83,7 +104,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     const sftDemos = resume?.state.sftDone
       ? null
       : await loadSftSource(cfg, split.train, (l) => progress.log(l));
-    if (!resumeDir) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
+    if (!resumeDir && lead) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
     progress.log(
       resume
         ? resume.state.sftDone
@@ -103,6 +124,8 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
       stopAfter,
       sftDemos,
     });
+    comm.finalize();
+    if (!lead) return 0;
     const acc = result.finalEval
       ? `held-out avg@${cfg.eval.k} ${(result.finalEval.accuracy * 100).toFixed(1)}%`
       : '';

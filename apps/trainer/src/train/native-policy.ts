@@ -13,6 +13,7 @@ import {
 } from '@agentrl/engine';
 import type { MicroBatch } from '@agentrl/grpo';
 import { fusedLinearPolicyLoss, nativePolicyLossConfig, parsePolicyLossConfig } from '@agentrl/kernels';
+import { createCommunicator, runMicroBatches } from '@agentrl/parallel';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
@@ -144,21 +145,29 @@ export class NativeTrainer implements TrainablePolicy {
     return this.phase;
   }
 
-  /** One SFT optimizer step: masked cross-entropy over micro-batches, normalised by all targets. */
+  /**
+   * One SFT optimizer step: masked cross-entropy over micro-batches, normalised by all targets.
+   * Under mpirun every rank draws the same batch and runs its share of the micro-batches.
+   */
   sftStep(batch: readonly MaskedSequence[]): { loss: number; gradNorm: number; tokens: number; lr: number } {
     const optimizer = this.optimizer;
     const targets = batch.reduce((n, s) => n + countTargets(s.lossMask), 0);
-    let lossSum = 0;
-    for (const group of chunkByTokens(batch, this.cfg.rl.microBatchTokens)) {
-      const packed = packSequences(group.map((s) => s.tokenIds));
-      const mask = new Uint8Array(packed.tokenIds.length);
-      let at = 0;
-      for (const s of group) {
-        mask.set(s.lossMask, at);
-        at += s.tokenIds.length;
-      }
-      lossSum += this.model.sftLoss(packed, mask, { normalizer: Math.max(1, targets) }).lossSum;
-    }
+    const groups = chunkByTokens(batch, this.cfg.rl.microBatchTokens);
+    const rows = runMicroBatches(
+      { comm: createCommunicator(), model: this.model, count: groups.length, width: 1 },
+      (i) => {
+        const group = groups[i]!;
+        const packed = packSequences(group.map((s) => s.tokenIds));
+        const mask = new Uint8Array(packed.tokenIds.length);
+        let at = 0;
+        for (const s of group) {
+          mask.set(s.lossMask, at);
+          at += s.tokenIds.length;
+        }
+        return [this.model.sftLoss(packed, mask, { normalizer: Math.max(1, targets) }).lossSum];
+      },
+    );
+    const lossSum = rows.reduce((a, b) => a + b, 0);
     const r = optimizer.step();
     return { loss: lossSum / Math.max(1, targets), gradNorm: r.gradNorm, tokens: targets, lr: r.lr };
   }
@@ -167,7 +176,10 @@ export class NativeTrainer implements TrainablePolicy {
    * One GRPO update: fused-linear policy loss per micro-batch, gradients accumulated, one AdamW
    * step. On the CPU the loss is @agentrl/kernels' fusedLinearPolicyLoss then the model's backward;
    * on a GPU model the engine's devicePolicyLoss does both on the device (no [T, V] logits, no
-   * hidden-state gradient crossing to the host).
+   * hidden-state gradient crossing to the host). Under mpirun every rank holds the same
+   * micro-batches (advantages and RoC were decided per group before), runs micro-batches
+   * i % size === rank normalised by the global token count, and the gradients are all-reduced, so
+   * the update is the single-process one (@agentrl/parallel; CPU models only).
    */
   policyStep(microBatches: readonly MicroBatch[], opts: PolicyLossOptions): PolicyStepMetrics {
     const optimizer = this.optimizer;
@@ -184,20 +196,27 @@ export class NativeTrainer implements TrainablePolicy {
       horizon: this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1),
     };
     const lossOf = this.model.device === 'cpu' ? this.hostLoss(lossOptions) : this.deviceLoss(lossOptions);
+    // per micro-batch: loss, clipFracLow, clipFracHigh, approxKl (token-weighted), logprob max |diff|
+    const rows = runMicroBatches(
+      { comm: createCommunicator(), model: this.model, count: microBatches.length, width: 5 },
+      (i) => {
+        const mb = microBatches[i]!;
+        const s = shifted[i]!;
+        if (s.count === 0) return undefined;
+        const r = lossOf(mb, s);
+        const diff = maxAbsDiffMasked(s.oldLogprobs, r.logprobs, s.lossMask);
+        const w = r.metrics.tokens / Math.max(1, tokenCount);
+        return [r.loss, r.metrics.clipFracLow * w, r.metrics.clipFracHigh * w, r.metrics.approxKl * w, diff];
+      },
+    );
     let loss = 0;
     const acc = { clipFracLow: 0, clipFracHigh: 0, approxKl: 0, rolloutTrainLogprobMaxAbsDiff: 0 };
     for (let i = 0; i < microBatches.length; i++) {
-      const mb = microBatches[i]!;
-      const s = shifted[i]!;
-      if (s.count === 0) continue;
-      const r = lossOf(mb, s);
-      const diff = maxAbsDiffMasked(s.oldLogprobs, r.logprobs, s.lossMask);
-      acc.rolloutTrainLogprobMaxAbsDiff = Math.max(acc.rolloutTrainLogprobMaxAbsDiff, diff);
-      loss += r.loss;
-      const w = r.metrics.tokens / Math.max(1, tokenCount);
-      acc.clipFracLow += r.metrics.clipFracLow * w;
-      acc.clipFracHigh += r.metrics.clipFracHigh * w;
-      acc.approxKl += r.metrics.approxKl * w;
+      loss += rows[i * 5]!;
+      acc.clipFracLow += rows[i * 5 + 1]!;
+      acc.clipFracHigh += rows[i * 5 + 2]!;
+      acc.approxKl += rows[i * 5 + 3]!;
+      acc.rolloutTrainLogprobMaxAbsDiff = Math.max(acc.rolloutTrainLogprobMaxAbsDiff, rows[i * 5 + 4]!);
     }
     const step = optimizer.step();
     return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };

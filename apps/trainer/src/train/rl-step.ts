@@ -5,6 +5,7 @@ import {
   packMicroBatches,
   resampleOnCorrect,
 } from '@agentrl/grpo';
+import { allgatherJson, createCommunicator, shardRange } from '@agentrl/parallel';
 import type { Group, Trajectory } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
 import { hashSeed } from '../rng.js';
@@ -47,15 +48,21 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
   const byId = new Map(input.problems.map((p) => [p.id, p]));
 
   const t0 = performance.now();
+  // Under mpirun each rank rolls out a contiguous block of the prompts and the groups are gathered
+  // in prompt order, so every rank goes on with the whole batch. Trajectory k of prompt p is seeded
+  // seed + (p * perPrompt + k) * 1_000_003 by the rollout: offsetting the seed by the block's start
+  // gives every trajectory the seed it has in a single process.
+  const comm = createCommunicator();
+  const [start, end] = shardRange(input.problems.length, comm);
   const rollout = input.factory.make({
     maxResponseTokens: input.maxResponseTokens,
     maxTurnTokens: rl.maxTurnTokens,
     temperature: rl.temperature,
     topP: rl.topP,
-    seed: hashSeed(cfg.seed, 'rollout', step),
+    seed: hashSeed(cfg.seed, 'rollout', step) + start * perPrompt * 1_000_003,
   });
-  const groups = await rollout.run(
-    input.problems.map((p) => ({
+  const mine = await rollout.run(
+    input.problems.slice(start, end).map((p) => ({
       promptId: p.id,
       messages: buildPrompt(p, cfg.task.systemPrompt),
       groundTruth: p.answer,
@@ -64,6 +71,7 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
     // The weights that sample this step are the result of step - 1 updates.
     { policyVersion: step - 1 },
   );
+  const groups = comm.size > 1 ? allgatherJson(comm, mine).flat() : mine;
   const tGenerate = (performance.now() - t0) / 1000;
   scoreGroups(groups, (id) => byId.get(id)!.answer, input.verify, rewardModeOf(cfg.task));
   const sampled = groups.flatMap((g) => g.trajectories);

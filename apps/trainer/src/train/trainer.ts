@@ -1,4 +1,5 @@
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createCommunicator } from '@agentrl/parallel';
 import { formatToolOutcome, wrapToolResponse } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
@@ -47,6 +48,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       'USAGE',
       'train: no trainable policy; --engine URL serves rollouts, training still needs the native engine',
     );
+  // Under mpirun every rank trains; rank 0 alone evaluates and writes metrics, checkpoints, the report.
+  const lead = createCommunicator().rank === 0;
   const log = new MetricsLog(run.metricsPath);
   const state = opts.resumeState ?? initialState(cfg.seed);
   const started = performance.now();
@@ -58,6 +61,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const totalRl = cfg.rl.stages.reduce((s, st) => s + st.steps, 0);
 
   const doEval = async (step: number, stage: string) => {
+    if (!lead) return;
     const r = await evaluate(factory, heldOut, env.verify, {
       k: cfg.eval.k,
       temperature: cfg.eval.temperature,
@@ -75,6 +79,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     return r;
   };
   const checkpoint = async (tag: string) => {
+    if (!lead) return;
     state.wallSeconds = wall();
     await run.writeCheckpoint(tag, async (dir) => {
       await policy.save(dir);
@@ -82,6 +87,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     });
   };
   const writeReport = () =>
+    lead &&
     writeFileSync(
       run.reportPath,
       renderReport(`agentrl run ${cfg.name}`, [{ label: cfg.name, records: log.read(), config: cfg }]),
@@ -100,7 +106,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
           runTool: (code) => env.executor.run({ code, timeoutMs: cfg.executor.timeoutMs }),
           renderToolResponse: (o) => wrapToolResponse(formatToolOutcome(o, cfg.rl.toolResponseMaxChars)),
         }));
-      writeFileSync(run.sftDataPath, demos.map((d) => JSON.stringify(d)).join('\n') + '\n');
+      if (lead) writeFileSync(run.sftDataPath, demos.map((d) => JSON.stringify(d)).join('\n') + '\n');
       const sequences = demos.map((d) =>
         tokenizeDemo(d, env.chatFormat, env.tokenizer, { maskDirectAnswer: cfg.sft.maskDirectAnswers }),
       );
@@ -111,23 +117,24 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
         policy,
         firstStep: state.sftStep + 1,
         onStep: async (step, m) => {
-          log.append({
-            phase: 'sft',
-            step,
-            stage: 'sft',
-            loss: m.loss,
-            gradNorm: m.gradNorm,
-            lr: m.lr,
-            tokens: m.tokens,
-            timeTrain: m.seconds,
-            wallSeconds: wall(),
-          });
+          if (lead)
+            log.append({
+              phase: 'sft',
+              step,
+              stage: 'sft',
+              loss: m.loss,
+              gradNorm: m.gradNorm,
+              lr: m.lr,
+              tokens: m.tokens,
+              timeTrain: m.seconds,
+              wallSeconds: wall(),
+            });
           progress.update(step, { loss: m.loss, lr: m.lr });
           state.sftStep = step;
           const every = cfg.sft.checkpointEvery;
           if (every > 0 && step % every === 0 && step < cfg.sft.steps) {
             await checkpoint(sftTag(step));
-            pruneSftCheckpoints(run, sftTag(step));
+            if (lead) pruneSftCheckpoints(run, sftTag(step));
           }
         },
       });
@@ -137,7 +144,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     await doEval(0, 'sft');
     state.sftDone = true;
     await checkpoint('step-000000');
-    pruneSftCheckpoints(run, null);
+    if (lead) pruneSftCheckpoints(run, null);
     writeReport();
   }
 
@@ -202,7 +209,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       ...out.metrics,
       wallSeconds: wall(),
     };
-    log.append(record);
+    if (lead) log.append(record);
     progress.update(step, {
       stage: stage.name,
       reward: out.metrics.reward!,
@@ -223,7 +230,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   }
   progress.stop();
   writeReport();
-  const evals = log.read().filter((r) => r.phase === 'eval');
+  const evals = (lead ? log.read() : []).filter((r) => r.phase === 'eval');
   const last = evals[evals.length - 1];
   return {
     state,
@@ -247,16 +254,20 @@ function pruneSftCheckpoints(run: RunDir, keep: string | null): void {
  * Loads the trainer state of a run's latest checkpoint and trims metrics.jsonl to it. A run killed
  * during SFT before its first checkpoint has none: its metrics are cleared and SFT restarts (null).
  */
-export function prepareResume(run: RunDir): { state: TrainerState; checkpointDir: string } | null {
-  const log = new MetricsLog(run.metricsPath);
+export function prepareResume(
+  run: RunDir,
+  opts: { truncate?: boolean } = {},
+): { state: TrainerState; checkpointDir: string } | null {
+  // Ranks other than the lead of a data-parallel job read the state and leave the metrics alone.
+  const log = opts.truncate === false ? null : new MetricsLog(run.metricsPath);
   const tag = run.latestCheckpoint();
   if (!tag) {
-    log.truncateTo(() => false);
+    log?.truncateTo(() => false);
     return null;
   }
   const dir = run.checkpointDir(tag);
   const state = readState(dir);
-  log.truncateTo((r) =>
+  log?.truncateTo((r) =>
     state.sftDone
       ? r.phase === 'sft' || r.step <= state.rlStep
       : r.phase === 'sft' && r.step <= state.sftStep,

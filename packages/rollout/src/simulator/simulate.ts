@@ -3,7 +3,7 @@ import type { Scheduler } from '../scheduler/scheduler.js';
 import { createStaticScheduler } from '../scheduler/static-scheduler.js';
 import { createSimClock } from './sim-clock.js';
 import { createSimEngine, type SimEngine, type SimEngineConfig } from './sim-engine.js';
-import type { TrajectorySpec } from './workload.js';
+import { playTrajectory, type TrajectorySpec } from './workload.js';
 
 export interface SimulationConfig {
   engines: number;
@@ -56,22 +56,14 @@ export async function simulateStep(
     const lease = await scheduler.acquire(spec.promptTokens + config.maxResponseTokens);
     queueSeconds += clock.now();
     try {
-      let context = spec.promptTokens;
-      let cached = 0;
-      for (const turn of spec.turns) {
-        await lease.engine.generate({
-          contextTokens: context,
-          cachedTokens: cached,
-          generateTokens: turn.generate,
-        });
-        context += turn.generate;
-        generated += turn.generate;
-        cached = context;
-        if (turn.tool) {
-          await clock.sleep(turn.tool.seconds);
-          context += turn.tool.responseTokens;
-        }
-      }
+      await playTrajectory(
+        lease.engine,
+        spec,
+        (call) => clock.sleep(call.seconds),
+        (tokens) => {
+          generated += tokens;
+        },
+      );
     } finally {
       lease.release();
     }

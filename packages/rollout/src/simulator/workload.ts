@@ -71,3 +71,31 @@ export function generateWorkload(config: WorkloadConfig): TrajectorySpec[] {
     return { promptTokens, turns };
   });
 }
+
+/**
+ * Plays one trajectory's turns on its engine: each turn generates on top of the cached context, then
+ * waits for its tool call (`tool` resolves when the call's result is back). Returns the final
+ * context length; `onGenerated` sees each turn's token count.
+ */
+export async function playTrajectory(
+  engine: {
+    generate(r: { contextTokens: number; cachedTokens: number; generateTokens: number }): Promise<void>;
+  },
+  spec: TrajectorySpec,
+  tool: (call: { seconds: number; responseTokens: number }) => Promise<void>,
+  onGenerated: (tokens: number) => void = () => {},
+): Promise<number> {
+  let context = spec.promptTokens;
+  let cached = 0;
+  for (const turn of spec.turns) {
+    await engine.generate({ contextTokens: context, cachedTokens: cached, generateTokens: turn.generate });
+    context += turn.generate;
+    onGenerated(turn.generate);
+    cached = context;
+    if (turn.tool) {
+      await tool(turn.tool);
+      context += turn.tool.responseTokens;
+    }
+  }
+  return context;
+}

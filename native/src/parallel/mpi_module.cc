@@ -1,0 +1,312 @@
+// N-API surface of the MPI binding (`addon.mpi`): the few collectives data-parallel training needs,
+// on MPI_COMM_WORLD. MPI is loaded at RUN TIME with dlopen, so the addon loads (and CI builds it)
+// on machines without MPI or its headers; `probe()` says what was found and why it cannot run.
+//
+// ABI: this binding speaks Open MPI's ABI (libmpi.so.40, Open MPI 3.x-5.x; Debian's default MPI).
+// Open MPI's handles are pointers to predefined global objects that mpi.h names through
+// OMPI_PREDEFINED_GLOBAL: MPI_COMM_WORLD is `&ompi_mpi_comm_world`, MPI_FLOAT `&ompi_mpi_float`,
+// MPI_SUM `&ompi_mpi_op_sum`, MPI_ERRORS_ARE_FATAL `&ompi_mpi_errors_are_fatal`, and MPI_IN_PLACE
+// is `(void*)1` (openmpi/include/mpi.h, lines ~518 and ~979-1099 in 4.1.4); we resolve those symbols
+// with dlsym. MPICH (libmpi.so.12) uses 32-bit integer handles instead (MPI_COMM_WORLD 0x44000000,
+// ...); it is detected and refused with a message rather than called with the wrong ABI.
+// The prototypes below are copied in shape from the MPI-3.1 standard (section 5 collectives,
+// 8.7 startup, 8.3 error handling), with every handle typed as an opaque pointer as Open MPI does.
+//
+// Calls are synchronous on the JS thread (the step waits for its gradients anyway). A rank that
+// dies makes the others fail: MPI_ERRORS_ARE_FATAL is set on MPI_COMM_WORLD so an MPI error aborts
+// the job, and mpirun kills the remaining ranks when one exits without MPI_Finalize or on a signal.
+#include <dlfcn.h>
+#include <napi.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "napi_args.h"
+#include "parallel/guard.h"
+#include "registry.h"
+
+namespace agentrl::parallel {
+namespace {
+
+constexpr char kPrefix[] = "mpi: ";
+
+using Handle = void*;  // MPI_Comm, MPI_Datatype, MPI_Op, MPI_Errhandler in Open MPI's ABI
+constexpr int kSuccess = 0;  // MPI_SUCCESS
+
+struct Mpi {
+  bool tried = false;
+  bool usable = false;
+  std::string implementation = "none";  // openmpi | mpich | none
+  std::string library;
+  std::string detail;
+  void* lib = nullptr;
+  // functions
+  int (*Init_thread)(int*, char***, int, int*) = nullptr;
+  int (*Initialized)(int*) = nullptr;
+  int (*Finalized)(int*) = nullptr;
+  int (*Finalize)() = nullptr;
+  int (*Comm_rank)(Handle, int*) = nullptr;
+  int (*Comm_size)(Handle, int*) = nullptr;
+  int (*Comm_set_errhandler)(Handle, Handle) = nullptr;
+  int (*Barrier)(Handle) = nullptr;
+  int (*Bcast)(void*, int, Handle, int, Handle) = nullptr;
+  int (*Allreduce)(const void*, void*, int, Handle, Handle, Handle) = nullptr;
+  int (*Allgather)(const void*, int, Handle, void*, int, Handle, Handle) = nullptr;
+  int (*Abort)(Handle, int) = nullptr;
+  int (*Error_string)(int, char*, int*) = nullptr;
+  int (*Get_library_version)(char*, int*) = nullptr;
+  // predefined handles
+  Handle comm_world = nullptr, t_byte = nullptr, t_float = nullptr, t_double = nullptr, op_sum = nullptr,
+         errors_are_fatal = nullptr;
+  // state of this process
+  bool initialized = false;
+  bool finalized = false;
+  int rank = 0, size = 1;
+};
+
+Mpi& State() {
+  static Mpi m;
+  return m;
+}
+
+template <typename F>
+bool Sym(Mpi& m, F& out, const char* name, std::vector<std::string>& missing) {
+  out = reinterpret_cast<F>(dlsym(m.lib, name));
+  if (out == nullptr) missing.push_back(name);
+  return out != nullptr;
+}
+
+Mpi& Load() {
+  Mpi& m = State();
+  if (m.tried) return m;
+  m.tried = true;
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("AGENTRL_MPI_LIBRARY"); env != nullptr && *env != '\0') {
+    candidates.push_back(env);
+  } else {
+    candidates = {"libmpi.so.40", "libmpi.so.12", "libmpi.so"};
+  }
+  std::string errors;
+  for (const auto& c : candidates) {
+    // RTLD_GLOBAL: Open MPI dlopens its own MCA components, which resolve symbols of libmpi /
+    // libopen-pal from the global namespace.
+    m.lib = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (m.lib != nullptr) {
+      m.library = c;
+      break;
+    }
+    const char* e = dlerror();
+    errors += (errors.empty() ? "" : "; ") + std::string(e ? e : c + ": unknown dlopen error");
+  }
+  if (m.lib == nullptr) {
+    m.detail = "no MPI library found (" + errors +
+               "); install Open MPI (apt-get install libopenmpi-dev openmpi-bin) or set AGENTRL_MPI_LIBRARY";
+    return m;
+  }
+  if (dlsym(m.lib, "ompi_mpi_comm_world") == nullptr) {
+    m.implementation = dlsym(m.lib, "MPIR_Err_return_comm") || dlsym(m.lib, "MPICH_Calling_convention") ? "mpich"
+                                                                                                          : "unknown";
+    m.detail = m.library + " is not Open MPI (" + m.implementation +
+               "): this binding speaks Open MPI's ABI only (pointer handles such as ompi_mpi_comm_world); install "
+               "Open MPI (apt-get install libopenmpi-dev openmpi-bin) or point AGENTRL_MPI_LIBRARY at libmpi.so.40";
+    return m;
+  }
+  m.implementation = "openmpi";
+  std::vector<std::string> missing;
+  Sym(m, m.Init_thread, "MPI_Init_thread", missing);
+  Sym(m, m.Initialized, "MPI_Initialized", missing);
+  Sym(m, m.Finalized, "MPI_Finalized", missing);
+  Sym(m, m.Finalize, "MPI_Finalize", missing);
+  Sym(m, m.Comm_rank, "MPI_Comm_rank", missing);
+  Sym(m, m.Comm_size, "MPI_Comm_size", missing);
+  Sym(m, m.Comm_set_errhandler, "MPI_Comm_set_errhandler", missing);
+  Sym(m, m.Barrier, "MPI_Barrier", missing);
+  Sym(m, m.Bcast, "MPI_Bcast", missing);
+  Sym(m, m.Allreduce, "MPI_Allreduce", missing);
+  Sym(m, m.Allgather, "MPI_Allgather", missing);
+  Sym(m, m.Abort, "MPI_Abort", missing);
+  Sym(m, m.Error_string, "MPI_Error_string", missing);
+  Sym(m, m.Get_library_version, "MPI_Get_library_version", missing);
+  Sym(m, m.comm_world, "ompi_mpi_comm_world", missing);
+  Sym(m, m.t_byte, "ompi_mpi_byte", missing);
+  Sym(m, m.t_float, "ompi_mpi_float", missing);
+  Sym(m, m.t_double, "ompi_mpi_double", missing);
+  Sym(m, m.op_sum, "ompi_mpi_op_sum", missing);
+  Sym(m, m.errors_are_fatal, "ompi_mpi_errors_are_fatal", missing);
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& s : missing) list += (list.empty() ? "" : ", ") + s;
+    m.detail = m.library + " lacks " + list;
+    return m;
+  }
+  char version[8192] = {0};  // MPI_MAX_LIBRARY_VERSION_STRING is 256 in Open MPI; be generous
+  int len = 0;
+  if (m.Get_library_version(version, &len) == kSuccess) {
+    std::string v(version, static_cast<size_t>(len > 0 ? len : 0));
+    auto nl = v.find_first_of("\n,");
+    m.detail = nl == std::string::npos ? v : v.substr(0, nl);
+  }
+  m.usable = true;
+  return m;
+}
+
+void Check(Mpi& m, int rc, const char* what) {
+  if (rc == kSuccess) return;
+  char msg[1024] = {0};
+  int len = 0;
+  std::string text = m.Error_string && m.Error_string(rc, msg, &len) == kSuccess ? std::string(msg, len)
+                                                                                 : "error " + std::to_string(rc);
+  throw std::runtime_error(std::string(what) + " failed: " + text);
+}
+
+Mpi& Ready(const char* what) {
+  Mpi& m = Load();
+  if (!m.usable) throw Unavailable(std::string(what) + ": MPI is not available: " + m.detail);
+  if (m.finalized) throw Unavailable(std::string(what) + ": MPI was finalized in this process");
+  if (!m.initialized) throw Unavailable(std::string(what) + ": call mpi.init() first");
+  return m;
+}
+
+// MPI counts are C ints: larger buffers go in slices of this many elements.
+constexpr int64_t kChunk = int64_t{1} << 30;
+
+Napi::Value Probe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Mpi& m = Load();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("available", m.usable);
+  o.Set("implementation", m.implementation);
+  o.Set("library", m.library);
+  o.Set("detail", m.detail);
+  o.Set("initialized", m.initialized);
+  o.Set("finalized", m.finalized);
+  return o;
+}
+
+Napi::Value Init(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int required = static_cast<int>(args::IntegerIn<BadArgument>(info[0], "threadLevel", 0, 3));
+  Mpi& m = Load();
+  if (!m.usable) throw Unavailable("init: MPI is not available: " + m.detail);
+  if (m.finalized) throw Unavailable("init: MPI was finalized in this process and cannot be initialised again");
+  int provided = required;
+  if (!m.initialized) {
+    int already = 0;
+    Check(m, m.Initialized(&already), "MPI_Initialized");
+    if (!already) Check(m, m.Init_thread(nullptr, nullptr, required, &provided), "MPI_Init_thread");
+    Check(m, m.Comm_set_errhandler(m.comm_world, m.errors_are_fatal), "MPI_Comm_set_errhandler");
+    Check(m, m.Comm_rank(m.comm_world, &m.rank), "MPI_Comm_rank");
+    Check(m, m.Comm_size(m.comm_world, &m.size), "MPI_Comm_size");
+    m.initialized = true;
+  }
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("rank", m.rank);
+  o.Set("size", m.size);
+  o.Set("threadLevel", provided);
+  o.Set("library", m.detail);
+  return o;
+}
+
+Napi::Value Barrier(const Napi::CallbackInfo& info) {
+  Mpi& m = Ready("barrier");
+  Check(m, m.Barrier(m.comm_world), "MPI_Barrier");
+  return info.Env().Undefined();
+}
+
+int Root(Mpi& m, const Napi::Value& v) {
+  return static_cast<int>(args::IntegerIn<BadArgument>(v, "root", 0, m.size - 1));
+}
+
+Napi::Value Broadcast(const Napi::CallbackInfo& info) {
+  Mpi& m = Ready("broadcast");
+  auto buf = args::Typed<BadArgument, uint8_t>(info[0], "buffer");
+  const int root = Root(m, info[1]);
+  uint8_t* p = buf.Data();
+  const int64_t n = static_cast<int64_t>(buf.ElementLength());
+  for (int64_t off = 0; off < n; off += kChunk) {
+    const int count = static_cast<int>(std::min(kChunk, n - off));
+    Check(m, m.Bcast(p + off, count, m.t_byte, root, m.comm_world), "MPI_Bcast");
+  }
+  return info.Env().Undefined();
+}
+
+template <typename T>
+void AllreduceSum(Mpi& m, T* p, int64_t n, Handle type) {
+  for (int64_t off = 0; off < n; off += kChunk) {
+    const int count = static_cast<int>(std::min(kChunk, n - off));
+    Check(m, m.Allreduce(reinterpret_cast<void*>(1) /* MPI_IN_PLACE */, p + off, count, type, m.op_sum, m.comm_world),
+          "MPI_Allreduce");
+  }
+}
+
+Napi::Value AllreduceSumInPlace(const Napi::CallbackInfo& info) {
+  Mpi& m = Ready("allreduceSum");
+  const Napi::Value v = info[0];
+  if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_float64_array) {
+    auto a = args::Typed<BadArgument, double>(v, "buffer");
+    AllreduceSum(m, a.Data(), static_cast<int64_t>(a.ElementLength()), m.t_double);
+  } else {
+    if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+      throw BadArgument("buffer has the wrong dtype: expected a Float32Array or a Float64Array");
+    }
+    auto a = args::Typed<BadArgument, float>(v, "buffer");
+    AllreduceSum(m, a.Data(), static_cast<int64_t>(a.ElementLength()), m.t_float);
+  }
+  return info.Env().Undefined();
+}
+
+// Every rank sends `send` (the same length on all ranks); `recv` gets them in rank order.
+Napi::Value Allgather(const Napi::CallbackInfo& info) {
+  Mpi& m = Ready("allgather");
+  auto send = args::Typed<BadArgument, uint8_t>(info[0], "send");
+  const int64_t n = static_cast<int64_t>(send.ElementLength());
+  if (n * m.size > std::numeric_limits<int32_t>::max()) {
+    throw BadArgument("allgather is for small buffers: " + std::to_string(n) + " bytes x " + std::to_string(m.size) +
+                      " ranks exceeds 2^31-1 bytes");
+  }
+  auto recv = args::Typed<BadArgument, uint8_t>(info[1], "recv", n * m.size);
+  if (n > 0) {
+    Check(m, m.Allgather(send.Data(), static_cast<int>(n), m.t_byte, recv.Data(), static_cast<int>(n), m.t_byte,
+                         m.comm_world),
+          "MPI_Allgather");
+  }
+  return info.Env().Undefined();
+}
+
+Napi::Value Abort(const Napi::CallbackInfo& info) {
+  const int code = static_cast<int>(args::IntegerIn<BadArgument>(info[0], "code", 0, 255));
+  Mpi& m = Ready("abort");
+  m.Abort(m.comm_world, code);  // does not return when MPI is up
+  std::_Exit(code);
+}
+
+Napi::Value Finalize(const Napi::CallbackInfo& info) {
+  Mpi& m = Load();
+  if (m.usable && m.initialized && !m.finalized) {
+    m.finalized = true;
+    Check(m, m.Finalize(), "MPI_Finalize");
+  }
+  return info.Env().Undefined();
+}
+
+void InitMpi(Napi::Env env, Napi::Object exports) {
+  exports.Set("probe", Napi::Function::New(env, Guard<kPrefix, Probe>, "probe"));
+  exports.Set("init", Napi::Function::New(env, Guard<kPrefix, Init>, "init"));
+  exports.Set("barrier", Napi::Function::New(env, Guard<kPrefix, Barrier>, "barrier"));
+  exports.Set("broadcast", Napi::Function::New(env, Guard<kPrefix, Broadcast>, "broadcast"));
+  exports.Set("allreduceSum", Napi::Function::New(env, Guard<kPrefix, AllreduceSumInPlace>, "allreduceSum"));
+  exports.Set("allgather", Napi::Function::New(env, Guard<kPrefix, Allgather>, "allgather"));
+  exports.Set("abort", Napi::Function::New(env, Guard<kPrefix, Abort>, "abort"));
+  exports.Set("finalize", Napi::Function::New(env, Guard<kPrefix, Finalize>, "finalize"));
+}
+
+}  // namespace
+
+AGENTRL_REGISTER_MODULE(mpi, InitMpi);
+
+}  // namespace agentrl::parallel

@@ -1,0 +1,32 @@
+export {
+  allgatherJson,
+  broadcastJson,
+  type Communicator,
+  type CreateCommunicatorOptions,
+  createCommunicator,
+  LocalCommunicator,
+  launchedWorldSize,
+  MpiCommunicator,
+  type MpiProbe,
+  probeMpi,
+  THREAD_LEVELS,
+  type ThreadLevel,
+} from './communicator.js';
+export { DistError, DistErrorCode } from './errors.js';
+export {
+  GradientAllReduce,
+  type GradientSource,
+  globalSum,
+  type MicroBatchRunOptions,
+  runMicroBatches,
+  shardIndices,
+  shardRange,
+} from './gradients.js';
+export { type MpirunOptions, type MpirunResult, mpirunMissing, runMpirun } from './launch.js';
+export {
+  createNcclCommunicator,
+  NCCL_UNIQUE_ID_BYTES,
+  NcclCommunicator,
+  type NcclProbe,
+  probeNccl,
+} from './nccl.js';

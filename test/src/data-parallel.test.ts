@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { mpirunMissing, runMpirun } from '@agentrl/parallel';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO, readJsonl, TEST_DIR, waitFor } from './cli.js';
+
+/**
+ * `mpirun -n 2 agentrl train --preset smoke` against `mpirun -n 1` on the same global batch: real
+ * processes under Open MPI. Each rank rolls out its block of the step's prompts, the groups are
+ * gathered, every rank trains its share of the micro-batches, gradients are all-reduced in float64;
+ * the checkpoints must be bit-identical and the metrics equal (timings aside). Skipped, with the
+ * reason, where mpirun or Open MPI is missing (CI installs them).
+ */
+const missing = mpirunMissing();
+if (missing) console.warn(`data-parallel training test skipped: ${missing}`);
+
+const runs = mkdtempSync(join(tmpdir(), 'agentrl-dp-'));
+afterAll(() => rmSync(runs, { recursive: true, force: true }));
+
+const TIMING = /^(time|tokensPerSec|wall)/;
+const stripTiming = (r: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(r).filter(([k]) => !TIMING.test(k)));
+
+const mpirunTrain = (n: number, args: string[], onStart?: (pid: number) => void) =>
+  runMpirun(
+    n,
+    [
+      process.execPath,
+      '--conditions=@agentrl/source',
+      '--import',
+      'tsx',
+      join(REPO, 'apps/trainer/src/bin.ts'),
+      ...args,
+    ],
+    // two ranks on two cores: one thread each, and a rank waiting in a collective yields the core
+    {
+      cwd: TEST_DIR,
+      env: { OMP_NUM_THREADS: '1', OMPI_MCA_mpi_yield_when_idle: '1' },
+      timeoutMs: 400_000,
+      ...(onStart ? { onStart } : {}),
+    },
+  );
+
+function checkpointHashes(name: string): Record<string, string> {
+  const dir = join(runs, name, 'checkpoints');
+  const out: Record<string, string> = {};
+  for (const tag of readdirSync(dir).filter((t) => t.startsWith('step-'))) {
+    out[tag] = createHash('sha256')
+      .update(readFileSync(join(dir, tag, 'model.safetensors')))
+      .digest('hex');
+  }
+  return out;
+}
+
+// small micro-batches: every SFT and RL step has several, so both ranks compute gradients
+const fresh = (name: string, ...more: string[]) => [
+  ...['train', '--preset', 'smoke', '--runsDir', runs, '--name', name, '--no-progress'],
+  ...['--rl.microBatchTokens', '400', ...more],
+];
+
+describe.skipIf(missing !== undefined)('agentrl train under mpirun (data-parallel)', () => {
+  it('2 ranks end with the weights and metrics of 1 rank on the same global batch; rank 0 alone writes', async () => {
+    const one = await mpirunTrain(1, fresh('n1'));
+    expect(one.code, one.stderr).toBe(0);
+    const two = await mpirunTrain(2, fresh('n2'));
+    expect(two.code, two.stderr).toBe(0);
+    // rank 0 speaks for the job: one summary, one run line
+    expect(two.stdout.match(/done after 4 RL steps/g)).toHaveLength(1);
+    expect(two.stderr.match(/^run .*: 64 training \/ 16 held-out problems$/gm)).toHaveLength(1);
+
+    const h1 = checkpointHashes('n1');
+    const h2 = checkpointHashes('n2');
+    expect(Object.keys(h1).sort()).toEqual(['step-000000', 'step-000002', 'step-000004']);
+    expect(h2).toEqual(h1);
+
+    const m1 = readJsonl(join(runs, 'n1', 'metrics.jsonl'));
+    const m2 = readJsonl(join(runs, 'n2', 'metrics.jsonl'));
+    expect(m2.map(stripTiming)).toEqual(m1.map(stripTiming));
+    // the SFT steps updated the model (the smoke model never solves a problem, so RoC keeps no RL group)
+    const sft = m1.filter((r) => r.phase === 'sft');
+    expect(sft).toHaveLength(8);
+    for (const r of sft) expect(r.gradNorm as number).toBeGreaterThan(0);
+    expect(sft[7]!.loss as number).toBeLessThan(sft[0]!.loss as number);
+  });
+
+  it('--resume works with the same number of ranks, and the checkpoint loads with another', async () => {
+    const stop = await mpirunTrain(2, fresh('r2', '--stop-after', '2'));
+    expect(stop.code, stop.stderr).toBe(0);
+    cpSync(join(runs, 'r2'), join(runs, 'r2to1'), { recursive: true });
+    const same = await mpirunTrain(2, ['train', '--resume', join(runs, 'r2'), '--no-progress']);
+    expect(same.code, same.stderr).toBe(0);
+    const other = await mpirunTrain(1, ['train', '--resume', join(runs, 'r2to1'), '--no-progress']);
+    expect(other.code, other.stderr).toBe(0);
+    const ref = checkpointHashes('n1');
+    expect(checkpointHashes('r2')).toEqual(ref);
+    expect(checkpointHashes('r2to1')).toEqual(ref);
+    const m = readJsonl(join(runs, 'n1', 'metrics.jsonl')).map(stripTiming);
+    expect(readJsonl(join(runs, 'r2', 'metrics.jsonl')).map(stripTiming)).toEqual(m);
+  });
+
+  it('a rank killed with SIGKILL mid-run takes the training job down with a message instead of hanging', async () => {
+    let mpirunPid = 0;
+    const running = mpirunTrain(2, fresh('killed'), (pid) => {
+      mpirunPid = pid;
+    });
+    // SFT has started once rank 0 has written a metrics line; the ranks are mpirun's children
+    await waitFor(
+      () => readJsonl(join(runs, 'killed', 'metrics.jsonl')).length > 0,
+      120_000,
+      'the first SFT step',
+    );
+    const ranks = readFileSync(`/proc/${mpirunPid}/task/${mpirunPid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    expect(ranks).toHaveLength(2);
+    const killedAt = Date.now();
+    process.kill(ranks[1]!, 'SIGKILL');
+    const r = await running;
+    expect(Date.now() - killedAt).toBeLessThan(20_000);
+    expect(r.code).not.toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/rank \d with PID \d+ .*exited on signal 9 \(Killed\)/s);
+    expect(r.stdout).not.toContain('done after');
+  });
+});
