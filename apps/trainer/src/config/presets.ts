@@ -10,28 +10,6 @@ import type { TrainConfigInput } from './schema.js';
  */
 export const PRESETS = {
   tiny: {},
-  roc: {
-    name: 'roc',
-    // Half the problems write a factor zero-padded (0427 * 318): the literal copy is a real Python
-    // SyntaxError and int('0427') the fix, so correct answers are often reached after a failed
-    // call, which is what Resample-on-Correct acts on (README, "The roc task").
-    task: { zeroPadShare: 0.5 },
-    sft: { mix: { tool: 0.25, noTool: 0.4, toolErrorFixed: 0.35 } },
-    // A failed call costs its traceback (~170 bytes) and a second call inside the response
-    // budget: tiny's 160-256 tokens end such trajectories at the budget before the fix, so no
-    // positive ever has a failed call there. 448-512 leave room for one error and its fix.
-    rl: {
-      stages: [
-        { name: 'stage1', steps: 20, maxResponseTokens: 448 },
-        { name: 'stage2', steps: 20, maxResponseTokens: 512 },
-        { name: 'stage3', steps: 10, maxResponseTokens: 512, hardOnly: true },
-      ],
-      // 1e-3 (tiny's) collapsed the tool-call format by RL step 3 on seed 1 with these long
-      // error-laden responses; 3e-4 climbs steadily (README).
-      lr: 3e-4,
-    },
-    eval: { maxResponseTokens: 512 },
-  },
   smoke: {
     name: 'smoke',
     checkpointEvery: 2,
@@ -66,6 +44,28 @@ export const PRESETS = {
       maxTurnTokens: 64,
     },
     eval: { k: 1, problems: 4, everySteps: 0, maxResponseTokens: 96 },
+  },
+  roc: {
+    name: 'roc',
+    // Half the problems write a factor zero-padded (0427 * 318): the literal copy is a real Python
+    // SyntaxError and int('0427') the fix, so correct answers are often reached after a failed
+    // call, which is what Resample-on-Correct acts on (README, "The roc task").
+    task: { zeroPadShare: 0.5 },
+    sft: { mix: { tool: 0.25, noTool: 0.4, toolErrorFixed: 0.35 } },
+    // A failed call costs its traceback (~170 bytes) and a second call inside the response
+    // budget: tiny's 160-256 tokens end such trajectories at the budget before the fix, so no
+    // positive ever has a failed call there. 448-512 leave room for one error and its fix.
+    rl: {
+      stages: [
+        { name: 'stage1', steps: 20, maxResponseTokens: 448 },
+        { name: 'stage2', steps: 20, maxResponseTokens: 512 },
+        { name: 'stage3', steps: 10, maxResponseTokens: 512, hardOnly: true },
+      ],
+      // 1e-3 (tiny's) collapsed the tool-call format by RL step 3 on seed 1 with these long
+      // error-laden responses; 3e-4 climbs steadily (README).
+      lr: 3e-4,
+    },
+    eval: { maxResponseTokens: 512 },
   },
 } satisfies Record<string, TrainConfigInput>;
 
