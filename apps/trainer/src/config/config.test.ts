@@ -44,6 +44,7 @@ describe('config', () => {
     const roc = resolveConfig({ preset: 'roc' });
     const tiny = resolveConfig();
     expect(roc.task.zeroPadShare).toBe(0.5);
+    expect(roc.task.digits).toEqual([4, 4]);
     expect(tiny.task.zeroPadShare).toBe(0);
     expect(roc.rl.stages.map((s) => s.maxResponseTokens)).toEqual([448, 512, 512]);
     expect(roc.rl.stages.reduce((a, s) => a + s.steps, 0)).toBe(50);

@@ -50,7 +50,8 @@ export const PRESETS = {
     // Half the problems write a factor zero-padded (0427 * 318): the literal copy is a real Python
     // SyntaxError and int('0427') the fix, so correct answers are often reached after a failed
     // call, which is what Resample-on-Correct acts on (README, "The roc task").
-    task: { zeroPadShare: 0.5 },
+    // 4x4 digits: on 3x3 the SFT policy already solved 98% of held-out problems in 4 samples.
+    task: { digits: [4, 4], zeroPadShare: 0.5 },
     sft: { mix: { tool: 0.25, noTool: 0.4, toolErrorFixed: 0.35 } },
     // A failed call costs its traceback (~170 bytes) and a second call inside the response
     // budget: tiny's 160-256 tokens end such trajectories at the budget before the fix, so no
@@ -61,8 +62,8 @@ export const PRESETS = {
         { name: 'stage2', steps: 20, maxResponseTokens: 512 },
         { name: 'stage3', steps: 10, maxResponseTokens: 512, hardOnly: true },
       ],
-      // 1e-3 (tiny's) collapsed the tool-call format by RL step 3 on seed 1 with these long
-      // error-laden responses; 3e-4 climbs steadily (README).
+      // 1e-3 (tiny's) collapsed the tool-call format by RL step 3 on seed 1 of the 3x3 version
+      // with these long error-laden responses; 3e-4 climbed steadily (README).
       lr: 3e-4,
     },
     eval: { maxResponseTokens: 512 },
