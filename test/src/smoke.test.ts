@@ -77,7 +77,7 @@ describe('agentrl train --preset smoke', () => {
     const sft = metrics.filter((m) => m.phase === 'sft');
     const rl = metrics.filter((m) => m.phase === 'rl');
     const evals = metrics.filter((m) => m.phase === 'eval');
-    expect(sft.map((m) => m.step)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(sft.map((m) => m.step)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
     for (const m of sft) expect(Number.isFinite(m.loss)).toBe(true);
     expect(sft.at(-1)!.loss).toBeLessThan(sft[0]!.loss as number);
     expect(rl.map((m) => m.step)).toEqual([1, 2, 3, 4]);
@@ -86,6 +86,18 @@ describe('agentrl train --preset smoke', () => {
     for (const m of rl)
       for (const k of RL_KEYS) expect(Number.isFinite(m[k]), `${k} of step ${m.step}`).toBe(true);
     for (const m of rl) expect(m.gradNorm).toBeGreaterThanOrEqual(0);
+    // The RL steps train on something: correct answers, groups with mixed rewards (nonzero
+    // advantages), a loss with a gradient, and weights that moved away from the SFT checkpoint.
+    const trained = rl.filter((m) => (m.groupsKept as number) > 0);
+    expect(trained.length, 'RL steps with a nonzero-advantage group').toBeGreaterThanOrEqual(2);
+    for (const m of trained) {
+      expect(m.reward).toBeGreaterThan(0);
+      expect(m.gradNorm).toBeGreaterThan(0);
+      expect(m.loss).not.toBe(0);
+      expect(m.trainTokens).toBeGreaterThan(0);
+    }
+    const weights = (tag: string) => readFileSync(join(dir, 'checkpoints', tag, 'model.safetensors'));
+    expect(weights('step-000004').equals(weights('step-000000')), 'RL changed the weights').toBe(false);
     expect(evals.map((m) => m.step)).toEqual([0, 4]);
     for (const e of evals) expect(e.accuracy).toBeGreaterThanOrEqual(0);
 
@@ -125,6 +137,19 @@ describe('agentrl train --preset smoke', () => {
     const result = JSON.parse(readFileSync(out, 'utf8'));
     expect(result).toMatchObject({ problems: 2, k: 2, skipped: 1 });
     expect(result.accuracy).toBeGreaterThanOrEqual(0);
+  });
+
+  it('a second run with the same seed (and another thread count) writes the same metrics.jsonl', async () => {
+    const r = await cli([...common, '--name', 'twin', '--threads', '1']);
+    expect(r.code, r.stderr).toBe(0);
+    const a = readJsonl(join(runs, 'full', 'metrics.jsonl')).map(stripTiming);
+    const b = readJsonl(join(runs, 'twin', 'metrics.jsonl')).map(stripTiming);
+    expect(b).toEqual(a);
+    expect(
+      readFileSync(join(runs, 'twin', 'checkpoints', 'step-000004', 'model.safetensors')).equals(
+        readFileSync(join(runs, 'full', 'checkpoints', 'step-000004', 'model.safetensors')),
+      ),
+    ).toBe(true);
   });
 
   it('--resume after an interruption reproduces the metrics of the uninterrupted run', async () => {

@@ -1,4 +1,5 @@
 import { TrainerError } from '../errors.js';
+import { runAblationCommand } from './ablation-command.js';
 import { runEngineServeCommand } from './engine-serve-command.js';
 import { runEvalCommand } from './eval-command.js';
 import { runReportCommand } from './report-command.js';
@@ -10,6 +11,7 @@ const USAGE = `usage: agentrl <command> [options]
 commands:
   train            SFT cold start then GRPO-RoC stages; writes runs/<name>/ (see agentrl train --help)
   eval             avg@k pass@1 of a checkpoint or an engine URL (see agentrl eval --help)
+  ablation         GRPO-RoC vs --no-roc over seeds, then one page with bands (agentrl ablation --help)
   report           one HTML page with the curves of one or more runs (ablations)
   serve            a checkpoint behind vLLM/SGLang-compatible HTTP (agentrl serve --checkpoint DIR)
   executor serve   the code-execution HTTP server (see agentrl executor serve --help)
@@ -29,6 +31,8 @@ export async function main(argv: string[]): Promise<number> {
         return await runEvalCommand(rest);
       case 'report':
         return await runReportCommand(rest);
+      case 'ablation':
+        return await runAblationCommand(rest);
       case 'executor':
         return await runServeCommand(rest);
       case 'serve':
@@ -42,7 +46,7 @@ export async function main(argv: string[]): Promise<number> {
       default:
         throw new TrainerError(
           'USAGE',
-          `unknown command "${command}"; use train, eval, report, serve or executor serve`,
+          `unknown command "${command}"; use train, eval, ablation, report, serve or executor serve`,
         );
     }
   } catch (err) {

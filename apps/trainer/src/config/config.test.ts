@@ -40,6 +40,24 @@ describe('config', () => {
     expect(cfg.rl.stages.at(-1)!.hardOnly).toBe(true);
   });
 
+  it('the roc preset: the zero-padded task, budgets that fit an error and its fix, tiny elsewhere', () => {
+    const roc = resolveConfig({ preset: 'roc' });
+    const tiny = resolveConfig();
+    expect(roc.task.zeroPadShare).toBe(0.5);
+    expect(roc.task.digits).toEqual([4, 4]);
+    expect(tiny.task.zeroPadShare).toBe(0);
+    expect(roc.rl.stages.map((s) => s.maxResponseTokens)).toEqual([448, 512, 512]);
+    expect(roc.rl.stages.reduce((a, s) => a + s.steps, 0)).toBe(50);
+    expect(roc.eval.maxResponseTokens).toBe(512);
+    expect(roc.rl.lr).toBe(3e-4);
+    expect({ ...roc.model, ...roc.sft.mix }).toEqual({
+      ...tiny.model,
+      tool: 0.25,
+      noTool: 0.4,
+      toolErrorFixed: 0.35,
+    });
+  });
+
   it('applies preset, then file, then flags', () => {
     const file = join(tmp, 'c.yaml');
     writeFileSync(file, 'seed: 7\nrl:\n  lr: 0.5\n  n: 3\n');

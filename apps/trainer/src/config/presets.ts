@@ -3,7 +3,9 @@ import type { TrainConfigInput } from './schema.js';
 /**
  * Named starting points. `tiny` is the default of `pnpm train`: a ~120K-parameter byte-level model
  * (2 layers x 64) that learns to call Python for 3x3-digit multiplication in ~5 minutes on two CPU cores. `smoke` is the smallest
- * config that still runs every part of the loop (CI). Presets are partial configs: the schema fills
+ * config that still runs every part of the loop (CI), with RL steps that train on something (1x1
+ * digits, a longer SFT, 32 samples a step). `roc` is tiny on the zero-padded task, where failed
+ * tool calls inside correct answers are common (the RoC ablation). Presets are partial configs: the schema fills
  * the rest, and a config file and flags override them in that order.
  */
 export const PRESETS = {
@@ -19,20 +21,52 @@ export const PRESETS = {
       intermediateSize: 128,
       maxPositions: 640,
     },
-    task: { trainSize: 64, heldOutSize: 16 },
-    sft: { examples: 64, steps: 8, batchSize: 8, warmupSteps: 2 },
+    // 1x1 digits and a longer SFT: enough for some correct answers in RL at temperature 1, so
+    // groups with mixed rewards give the RL steps something to train on.
+    task: { digits: [1, 1], trainSize: 28, heldOutSize: 8 },
+    sft: {
+      examples: 64,
+      steps: 300,
+      batchSize: 8,
+      warmupSteps: 2,
+      lr: 5e-3,
+      mix: { tool: 0.6, noTool: 0.2, toolErrorFixed: 0.2 },
+    },
     rl: {
       stages: [
         { name: 'stage1', steps: 2, maxResponseTokens: 96 },
         { name: 'stage2', steps: 2, maxResponseTokens: 128, hardOnly: true },
       ],
-      promptsPerStep: 2,
-      n: 2,
-      oversample: 4,
+      promptsPerStep: 4,
+      n: 4,
+      oversample: 8,
       maxTurns: 2,
       maxTurnTokens: 64,
     },
     eval: { k: 1, problems: 4, everySteps: 0, maxResponseTokens: 96 },
+  },
+  roc: {
+    name: 'roc',
+    // Half the problems write a factor zero-padded (0427 * 318): the literal copy is a real Python
+    // SyntaxError and int('0427') the fix, so correct answers are often reached after a failed
+    // call, which is what Resample-on-Correct acts on (README, "The roc task").
+    // 4x4 digits: on 3x3 the SFT policy already solved 98% of held-out problems in 4 samples.
+    task: { digits: [4, 4], zeroPadShare: 0.5 },
+    sft: { mix: { tool: 0.25, noTool: 0.4, toolErrorFixed: 0.35 } },
+    // A failed call costs its traceback (~170 bytes) and a second call inside the response
+    // budget: tiny's 160-256 tokens end such trajectories at the budget before the fix, so no
+    // positive ever has a failed call there. 448-512 leave room for one error and its fix.
+    rl: {
+      stages: [
+        { name: 'stage1', steps: 20, maxResponseTokens: 448 },
+        { name: 'stage2', steps: 20, maxResponseTokens: 512 },
+        { name: 'stage3', steps: 10, maxResponseTokens: 512, hardOnly: true },
+      ],
+      // 1e-3 (tiny's) collapsed the tool-call format by RL step 3 on seed 1 of the 3x3 version
+      // with these long error-laden responses; 3e-4 climbed steadily (README).
+      lr: 3e-4,
+    },
+    eval: { maxResponseTokens: 512 },
   },
 } satisfies Record<string, TrainConfigInput>;
 

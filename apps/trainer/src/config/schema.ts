@@ -52,6 +52,14 @@ export const TaskConfigSchema = z
       .tuple([pos(), pos()])
       .default([3, 3])
       .describe('digits of the two factors of the synthetic multiplication task'),
+    zeroPadShare: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0)
+      .describe(
+        "share of synthetic problems with one factor written zero-padded (0427 * 318): copied literally it is a Python SyntaxError, int('0427') parses it (the roc preset's task)",
+      ),
     trainSize: pos().default(2000).describe('synthetic training problems'),
     heldOutSize: pos().default(200).describe('synthetic held-out problems (disjoint from training)'),
     trainFiles: z

@@ -79,3 +79,173 @@ function summaryRow(run: ReportRun): string {
   );
   return `<tr><td>${esc(run.label)}</td><td>${acc(evals[0])}</td><td>${acc(evals[evals.length - 1])}</td><td>${rl.length}</td><td>${mean('posToolErrorBefore')}</td><td>${mean('posToolErrorAfter')}</td><td>${mean('responseLength')}</td><td>${mean('responseLengthPositive')}</td><td>${wall ? `${wall.toFixed(0)} s` : '–'}</td></tr>`;
 }
+
+/** One arm of an ablation (e.g. RoC, plain GRPO): the same config over several seeds. */
+export interface AblationArm {
+  label: string;
+  /** One run per seed; labels name the seed. */
+  runs: ReportRun[];
+}
+
+/** Panels of the ablation page: [title, metric key, phase]; each arm is drawn as mean with a min/max band. */
+const ABLATION_PANELS: [string, string, MetricsRecord['phase']][] = [
+  ['tool-error ratio of positives (sampled, before RoC)', 'posToolErrorBefore', 'rl'],
+  ['tool-error ratio of positives (trained on, after RoC)', 'posToolErrorAfter', 'rl'],
+  ['held-out accuracy (avg@k pass@1)', 'accuracy', 'eval'],
+  ['response length (tokens, sampled)', 'responseLength', 'rl'],
+  ['response length of positives (tokens)', 'responseLengthPositive', 'rl'],
+  ['tool calls per trajectory', 'toolCallsPerTrajectory', 'rl'],
+  ['reward (mean over sampled trajectories)', 'reward', 'rl'],
+];
+
+/** Per step present in every run of the arm: [step, mean, std, min, max] of one metric across seeds. */
+export function bandSeries(
+  runs: readonly ReportRun[],
+  key: string,
+  phase: MetricsRecord['phase'],
+): [number, number, number, number, number][] {
+  const perRun = runs.map((run) => {
+    const m = new Map<number, number>();
+    for (const r of run.records) if (r.phase === phase && typeof r[key] === 'number') m.set(r.step, r[key]);
+    return m;
+  });
+  if (perRun.length === 0) return [];
+  const steps = [...perRun[0]!.keys()].filter((s) => perRun.every((m) => m.has(s))).sort((a, b) => a - b);
+  return steps.map((s) => {
+    const v = perRun.map((m) => m.get(s)!);
+    const { mean, std } = meanStd(v);
+    return [s, mean, std, Math.min(...v), Math.max(...v)];
+  });
+}
+
+function meanStd(v: readonly number[]): { mean: number; std: number } {
+  const mean = v.reduce((a, b) => a + b, 0) / v.length;
+  const std = Math.sqrt(v.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, v.length - 1));
+  return { mean, std };
+}
+
+/** One arm's end-of-run figures: per seed, and mean / std / min / max across seeds. */
+export interface AblationSummary {
+  label: string;
+  seeds: number;
+  /** metric -> per-seed values and their spread. */
+  metrics: Record<string, { perSeed: number[]; mean: number; std: number; min: number; max: number }>;
+}
+
+/**
+ * The figures an ablation is judged by, per arm. RL-step metrics are averaged over a window of
+ * steps per seed (one step of a tiny run is noisy): `Start` = the first quarter of RL steps,
+ * `End` = the last quarter. Accuracy is the held-out evaluation before RL (`accuracyStart`) and the
+ * last one (`accuracyEnd`), also pass@k.
+ */
+export function summarizeAblation(arms: readonly AblationArm[]): AblationSummary[] {
+  const keys = [
+    'posToolErrorBefore',
+    'posToolErrorAfter',
+    'responseLength',
+    'responseLengthPositive',
+    'toolCallsPerTrajectory',
+    'reward',
+  ];
+  return arms.map((arm) => {
+    const perSeed: Record<string, number[]> = {};
+    const add = (k: string, v: number | undefined) => {
+      if (typeof v === 'number' && Number.isFinite(v)) perSeed[k] = [...(perSeed[k] ?? []), v];
+    };
+    for (const run of arm.runs) {
+      const rl = run.records.filter((r) => r.phase === 'rl');
+      const q = Math.max(1, Math.floor(rl.length / 4));
+      for (const k of keys) {
+        const window = (rs: MetricsRecord[]) => {
+          const v = rs.map((r) => r[k]).filter((x): x is number => typeof x === 'number');
+          return v.length ? v.reduce((a, b) => a + b, 0) / v.length : undefined;
+        };
+        add(`${k}Start`, window(rl.slice(0, q)));
+        add(`${k}End`, window(rl.slice(-q)));
+      }
+      const evals = run.records.filter((r) => r.phase === 'eval');
+      add('accuracyStart', evals[0]?.accuracy as number | undefined);
+      add('accuracyEnd', evals.at(-1)?.accuracy as number | undefined);
+      add('passAtKEnd', evals.at(-1)?.passAtK as number | undefined);
+      const wall = run.records.reduce(
+        (m, r) => (typeof r.wallSeconds === 'number' ? Math.max(m, r.wallSeconds) : m),
+        0,
+      );
+      add('wallSeconds', wall);
+    }
+    const metrics: AblationSummary['metrics'] = {};
+    for (const [k, v] of Object.entries(perSeed)) {
+      metrics[k] = { perSeed: v, ...meanStd(v), min: Math.min(...v), max: Math.max(...v) };
+    }
+    return { label: arm.label, seeds: arm.runs.length, metrics };
+  });
+}
+
+/**
+ * The ablation page: for each metric one chart with every arm's mean across seeds as a line and
+ * its min/max across seeds as a shaded band, a table of end-of-run figures (mean ± std [min, max]),
+ * then each seed's own curves (the plain report, all runs overlaid).
+ */
+export function renderAblationReport(title: string, arms: readonly AblationArm[]): string {
+  const charts: string[] = [];
+  for (const [chartTitle, key, phase] of ABLATION_PANELS) {
+    const series: Series[] = [];
+    arms.forEach((arm, ai) => {
+      const rows = bandSeries(arm.runs, key, phase);
+      if (rows.length === 0) return;
+      series.push({
+        label: `${arm.label} mean, min–max of ${arm.runs.length}`,
+        points: rows.map(([s, m]) => [s, m]),
+        band: rows.map(([s, , , lo, hi]) => [s, lo, hi]),
+        dashed: ai > 0,
+      });
+    });
+    const svg = lineChart(chartTitle, series, { xLabel: 'RL step', width: 480 });
+    if (svg) charts.push(`<figure data-metric="${esc(key)}">${svg}</figure>`);
+  }
+  const summary = summarizeAblation(arms);
+  const cols: [string, string, (v: number) => string][] = [
+    ['held-out acc. before RL', 'accuracyStart', pct],
+    ['held-out acc. end', 'accuracyEnd', pct],
+    ['pass@k end', 'passAtKEnd', pct],
+    ['pos. tool-error ratio, first quarter', 'posToolErrorBeforeStart', pct],
+    ['pos. tool-error ratio, last quarter', 'posToolErrorBeforeEnd', pct],
+    ['trained-on pos. tool-error ratio, last quarter', 'posToolErrorAfterEnd', pct],
+    ['response length, last quarter', 'responseLengthEnd', num],
+    ['response length of positives, last quarter', 'responseLengthPositiveEnd', num],
+    ['tool calls / trajectory, last quarter', 'toolCallsPerTrajectoryEnd', (v) => v.toFixed(2)],
+    ['wall time (s)', 'wallSeconds', num],
+  ];
+  const head = `<tr><th>arm</th><th>seeds</th>${cols.map(([h]) => `<th>${esc(h)}</th>`).join('')}</tr>`;
+  const body = summary
+    .map(
+      (s) =>
+        `<tr><td>${esc(s.label)}</td><td>${s.seeds}</td>${cols
+          .map(([, k, f]) => {
+            const m = s.metrics[k];
+            return `<td>${m ? `${f(m.mean)} ± ${f(m.std)} [${f(m.min)}, ${f(m.max)}]` : '–'}</td>`;
+          })
+          .join('')}</tr>`,
+    )
+    .join('');
+  const perRun = renderReport(
+    title,
+    arms.flatMap((a) => a.runs),
+  );
+  const perRunBody = perRun.slice(perRun.indexOf('<table>'), perRun.indexOf('<p><small>'));
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
+<style>body{font:14px system-ui,sans-serif;margin:24px;color:#111}figure{display:inline-block;margin:6px}
+table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f5f5f5}
+pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:400px}</style></head><body>
+<h1>${esc(title)}</h1>
+<p>Each arm: the mean across seeds (line) and the min–max across seeds (band). RL-step figures in the
+table are per-seed averages over the first or last quarter of the RL steps, then mean ± std [min, max] across seeds.</p>
+<table>${head}${body}</table>
+<div>${charts.join('\n')}</div>
+<h2>every run</h2>
+${perRunBody}
+<p><small>generated by agentrl; every figure is inline SVG, the page needs no network.</small></p></body></html>\n`;
+}
+
+const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
+const num = (v: number) => v.toFixed(1);

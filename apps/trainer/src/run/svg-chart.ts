@@ -4,6 +4,8 @@ export interface Series {
   points: [number, number][];
   color?: string;
   dashed?: boolean;
+  /** A shaded band around the line: [x, low, high] per point (e.g. min/max across seeds). */
+  band?: [number, number, number][];
 }
 
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
@@ -17,7 +19,15 @@ export function lineChart(
   const W = opts.width ?? 420;
   const H = opts.height ?? 220;
   const m = { l: 48, r: 12, t: 24, b: 34 };
-  const all = series.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
+  const all = series
+    .flatMap((s) => [
+      ...s.points,
+      ...(s.band ?? []).flatMap(([x, lo, hi]): [number, number][] => [
+        [x, lo],
+        [x, hi],
+      ]),
+    ])
+    .filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
   if (all.length === 0) return '';
   let [x0, x1] = extent(all.map((p) => p[0]));
   let [y0, y1] = extent(all.map((p) => p[1]));
@@ -45,6 +55,14 @@ export function lineChart(
     const color = s.color ?? PALETTE[i % PALETTE.length]!;
     const pts = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
     if (pts.length === 0) return;
+    const band = (s.band ?? []).filter((b) => b.every(Number.isFinite));
+    if (band.length > 0) {
+      const upper = band.map(([x, , hi]) => `${sx(x).toFixed(1)},${sy(hi).toFixed(1)}`);
+      const lower = band.map(([x, lo]) => `${sx(x).toFixed(1)},${sy(lo).toFixed(1)}`).reverse();
+      parts.push(
+        `<polygon class="band" points="${[...upper, ...lower].join(' ')}" fill="${color}" fill-opacity="0.15" stroke="none"/>`,
+      );
+    }
     const d = pts.map(([x, y], j) => `${j ? 'L' : 'M'}${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join('');
     parts.push(
       `<path d="${d}" fill="none" stroke="${color}" stroke-width="1.8"${s.dashed ? ' stroke-dasharray="5 3"' : ''}/>`,

@@ -20,6 +20,7 @@ export async function loadSplit(
       digits: cfg.task.digits,
       trainSize: cfg.task.trainSize,
       heldOutSize: cfg.task.heldOutSize,
+      zeroPadShare: cfg.task.zeroPadShare,
     });
   }
   const train = await loadDatasetFiles(cfg.task.trainFiles);

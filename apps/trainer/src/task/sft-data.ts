@@ -1,7 +1,7 @@
 import type { ChatMessage, ToolOutcome } from '@agentrl/protocol';
 import { Rng } from '../rng.js';
 import { buildPrompt, toolCallText } from './chat-format.js';
-import { parseFactors } from './multiply.js';
+import { parseFactors, zeroPadded } from './multiply.js';
 import type { Problem } from './problem.js';
 
 /** The three kinds of cold-start demonstration; see the README for why the mix is deliberately imperfect. */
@@ -35,13 +35,18 @@ const BROKEN_CALLS = [
   (a: string, b: string) => `print(${a} * ${b}`,
 ];
 
+/** A factor as Python code: the literal, or `int('0427')` when a leading zero makes the literal invalid. */
+const parsed = (factor: string) => (zeroPadded(factor) ? `int('${factor}')` : factor);
+
 /**
  * Builds the non-reasoning SFT set for the multiplication task (other problems are left out; an
  * empty list when there are none: real data brings its transcripts in `sft.files`): format only (tool-call JSON, reading the tool response, a boxed
  * final answer). Mixed quality on purpose: `noTool` answers the product directly, which a tiny model
  * cannot learn to do, so the SFT policy is right only when it happens to pick the tool, and RL has
  * room to make the tool the habit; `toolErrorFixed` shows a failing call corrected in a later turn,
- * which RoC should learn to avoid reproducing.
+ * which RoC should learn to avoid reproducing. On zero-padded problems (the `roc` preset) the clean
+ * call parses the padded factor (`int('0427') * 318`), and the failing first call is the literal
+ * copy (`0427 * 318`), a real SyntaxError, rather than a deliberately broken one.
  */
 export async function buildSftDemos(problems: readonly Problem[], opts: SftDataOptions): Promise<SftDemo[]> {
   const rng = Rng.derive(opts.seed, 'sft-data');
@@ -73,12 +78,14 @@ export async function buildSftDemos(problems: readonly Problem[], opts: SftDataO
       messages.push({ role: 'assistant', content: `\\boxed{${problem.answer}}` });
     } else {
       const [a, b] = factors;
+      const padded = zeroPadded(a) || zeroPadded(b);
       if (kind === 'toolErrorFixed') {
-        const broken = rng.pick(BROKEN_CALLS)(a, b);
+        // A zero-padded factor copied as written fails for real (SyntaxError); else a broken call.
+        const broken = padded ? `print(${a} * ${b})` : rng.pick(BROKEN_CALLS)(a, b);
         messages.push({ role: 'assistant', content: toolCallText(broken) });
         messages.push({ role: 'user', content: opts.renderToolResponse(await opts.runTool(broken)) });
       }
-      const code = `print(${a} * ${b})`;
+      const code = `print(${parsed(a)} * ${parsed(b)})`;
       messages.push({ role: 'assistant', content: toolCallText(code) });
       const outcome = await opts.runTool(code);
       messages.push({ role: 'user', content: opts.renderToolResponse(outcome) });

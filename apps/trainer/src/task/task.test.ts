@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import type { ToolOutcome } from '@agentrl/protocol';
 import { describe, expect, it } from 'vitest';
-import { generateMultiplySplit, parseFactors } from './multiply.js';
+import { generateMultiplySplit, parseFactors, zeroPadded } from './multiply.js';
 import { buildSftDemos } from './sft-data.js';
 
 /** A real Python run (the executor package is the production path; this test only needs outputs). */
@@ -78,6 +78,54 @@ describe('SFT cold-start demonstrations', () => {
       }
       if (d.kind === 'toolErrorFixed') expect(d.messages[3]!.content).toMatch(/Error/);
       if (d.kind === 'tool') expect(d.messages[3]!.content).toContain(problem.answer);
+    }
+  });
+});
+
+describe('the zero-padded task (roc preset)', () => {
+  const opts = { seed: 2, digits: [3, 3] as const, trainSize: 400, heldOutSize: 40 };
+
+  it('writes a share of the factors with a leading zero; pairs, answers and the default split are unchanged', () => {
+    const plain = generateMultiplySplit(opts);
+    expect(generateMultiplySplit({ ...opts, zeroPadShare: 0 })).toEqual(plain);
+    const padded = generateMultiplySplit({ ...opts, zeroPadShare: 0.5 });
+    const all = [...padded.train, ...padded.heldOut];
+    const zp = all.filter((p) => parseFactors(p.question)!.some(zeroPadded));
+    expect(zp.length / all.length).toBeGreaterThan(0.4);
+    expect(zp.length / all.length).toBeLessThan(0.6);
+    all.forEach((p, i) => {
+      const [a, b] = parseFactors(p.question)!;
+      expect(zeroPadded(a) && zeroPadded(b)).toBe(false);
+      expect(p.answer).toBe(String(BigInt(a) * BigInt(b)));
+      expect(p.answer).toBe([...plain.train, ...plain.heldOut][i]!.answer);
+    });
+  });
+
+  it('demonstrations: the literal copy of a padded factor fails in real Python, int() fixes it', async () => {
+    const { train } = generateMultiplySplit({ ...opts, trainSize: 40, zeroPadShare: 1 });
+    const demos = await buildSftDemos(train, {
+      seed: 1,
+      examples: 40,
+      mix: { tool: 0.5, noTool: 0, toolErrorFixed: 0.5 },
+      systemPrompt: null,
+      runTool: runPython,
+      renderToolResponse: (o) => `<tool_response>\n${(o.stdout + o.stderr).trim()}\n</tool_response>`,
+    });
+    for (const d of demos) {
+      const problem = train.find((p) => p.id === d.problemId)!;
+      const [a, b] = parseFactors(problem.question)!;
+      const code = (i: number) => JSON.parse(d.messages[i]!.content.slice(11, -12)).arguments.code;
+      const fix = `print(${zeroPadded(a) ? `int('${a}')` : a} * ${zeroPadded(b) ? `int('${b}')` : b})`;
+      if (d.kind === 'toolErrorFixed') {
+        expect(code(2)).toBe(`print(${a} * ${b})`);
+        expect(d.messages[3]!.content).toMatch(/SyntaxError: leading zeros in decimal integer literals/);
+        expect(code(4)).toBe(fix);
+        expect(d.messages[5]!.content).toContain(problem.answer);
+      } else {
+        expect(code(2)).toBe(fix);
+        expect(d.messages[3]!.content).toContain(problem.answer);
+      }
+      expect(d.messages.at(-1)!.content).toBe(`\\boxed{${problem.answer}}`);
     }
   });
 });
