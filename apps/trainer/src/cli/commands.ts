@@ -3,7 +3,11 @@ import type { CommandFlag } from './args.js';
 /** Flags of `agentrl train` that are not plain config leaves. */
 export const TRAIN_FLAGS: CommandFlag[] = [
   { name: 'config', value: 'file', description: 'YAML or JSON config, applied over the preset' },
-  { name: 'preset', value: 'name', description: 'start from a named preset (tiny = default, smoke = CI)' },
+  {
+    name: 'preset',
+    value: 'name',
+    description: 'start from a named preset (tiny = default, smoke = CI, roc = the RoC ablation task)',
+  },
   {
     name: 'resume',
     value: 'run-dir',

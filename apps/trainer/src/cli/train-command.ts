@@ -20,7 +20,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(
       renderHelp(
-        'agentrl train [--preset tiny|smoke] [--config file.yaml] [--resume runs/<name>] [--<option> value ...]',
+        'agentrl train [--preset tiny|smoke|roc] [--config file.yaml] [--resume runs/<name>] [--<option> value ...]',
         'Trains a policy with the rStar2-Agent recipe: a format-only SFT cold start, then GRPO-RoC stages with\n' +
           'growing response budgets (the last on problems not yet solved by every sample). Writes runs/<name>/:\n' +
           'config.json, metrics.jsonl, checkpoints/ (HF safetensors + optimizer + trainer state), report.html.',
