@@ -107,6 +107,13 @@ describe('trajectories the engine failed, in a live RL run', () => {
       'false',
       '--rl.maxTurns',
       '1',
+      // pinned here, not taken from the smoke preset, so the request counts below stay exact
+      '--rl.promptsPerStep',
+      '2',
+      '--rl.oversample',
+      '4',
+      '--rl.n',
+      '2',
       '--eval.problems',
       '1',
     ]);
@@ -114,7 +121,7 @@ describe('trajectories the engine failed, in a live RL run', () => {
     const rl = readJsonl(join(runs, 'f', 'metrics.jsonl')).filter((m) => m.phase === 'rl');
     expect(rl.map((m) => m.step)).toEqual([1, 2]);
     // one trajectory per rollout request (one turn each): every injected 500 is one failed trajectory
-    const perStep = 2 * 4; // promptsPerStep x oversample of the smoke preset (RoC then keeps n = 2 of 4)
+    const perStep = 2 * 4; // promptsPerStep x oversample as pinned above (RoC then keeps n = 2 of 4)
     expect(front.rollouts()).toBe(2 * perStep);
     expect(front.failures()).toBe(Math.floor((2 * perStep) / 3));
     const failed = rl.map((m) => m.engineFailedTrajectories as number);
