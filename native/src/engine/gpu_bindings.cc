@@ -13,6 +13,7 @@
 #include "engine/gpu_engine.h"
 #include "engine/model.h"
 #include "gpu/gpu_library.h"
+#include "kernels/metrics_js.h"
 #include "registry.h"
 
 namespace agentrl::engine {
@@ -416,16 +417,7 @@ Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
   a.logp = logp.Data();
   a.entropy = c.entropy ? Typed<float>(o.Get("entropy"), "entropy").Data() : nullptr;
   Call([&](char* e, int n) { return g.api.policy_loss(g.dev, &a, e, n); });
-  const kernels::Metrics& m = a.metrics;
-  Napi::Object r = Napi::Object::New(env);
-  r.Set("loss", m.loss);
-  r.Set("tokens", m.tokens);
-  r.Set("clipFracLow", m.clip_low);
-  r.Set("clipFracHigh", m.clip_high);
-  r.Set("clipFracDual", m.clip_dual);
-  r.Set("approxKl", m.approx_kl);
-  r.Set("ppoKl", m.ppo_kl);
-  r.Set("entropy", m.entropy);
+  Napi::Object r = kernels::MetricsToJs(env, a.metrics);
   r.Set("workspaceBytes", static_cast<double>(a.workspace_bytes));
   return r;
 }

@@ -11,6 +11,7 @@
 #include "gpu/gpu_library.h"
 #include "kernels/gpu_fused_linear.h"
 #include "kernels/gpu_policy_loss.h"
+#include "kernels/metrics_js.h"
 #include "kernels/policy_loss.h"
 #include "napi_args.h"
 #include "registry.h"
@@ -90,19 +91,6 @@ TokenInputs TokensFrom(const Napi::Object& o, int64_t T, int64_t V) {
   for (int64_t t = 0; t < T; ++t)
     if (in.targets[t] < 0 || in.targets[t] >= V) throw InvalidArgument("targets[" + std::to_string(t) + "] is out of range");
   return in;
-}
-
-Napi::Object MetricsToJs(Napi::Env env, const Metrics& m) {
-  Napi::Object r = Napi::Object::New(env);
-  r.Set("loss", m.loss);
-  r.Set("tokens", m.tokens);
-  r.Set("clipFracLow", m.clip_low);
-  r.Set("clipFracHigh", m.clip_high);
-  r.Set("clipFracDual", m.clip_dual);
-  r.Set("approxKl", m.approx_kl);
-  r.Set("ppoKl", m.ppo_kl);
-  r.Set("entropy", m.entropy);
-  return r;
 }
 
 template <typename F>
