@@ -1,4 +1,12 @@
 export {
+  AgentrlError,
+  defineErrorCodes,
+  describeErrorCode,
+  type ErrorCodeOf,
+  type ErrorCodeTable,
+  isAgentrlError,
+} from './errors.js';
+export {
   type Chat,
   type ChatMessage,
   ChatMessageSchema,
@@ -6,6 +14,7 @@ export {
   type Role,
   RoleSchema,
 } from './messages.js';
+export { fmix32, fnv1a, fnv1aWord, hashSeed, Rng } from './random.js';
 export { type SamplingParams, type SamplingParamsInput, SamplingParamsSchema } from './sampling.js';
 export {
   FAILED_TOOL_STATUSES,

@@ -1,0 +1,57 @@
+/**
+ * The one error base of agentrl. Every package has one error class that extends `AgentrlError` and one
+ * code table made by `defineErrorCodes`, whose values carry the package's prefix
+ * (`ROLLOUT_ENGINE_TIMEOUT`, `EXECUTOR_QUEUE_FULL`), so a code never collides across packages and a
+ * caller can branch on `err.code` alone, never on the message.
+ */
+export class AgentrlError<C extends string = string> extends Error {
+  readonly code: C;
+
+  constructor(code: C, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** The code table `defineErrorCodes` returns: each key maps to `${PREFIX}_${KEY}`. */
+export type ErrorCodeTable<P extends string, T extends Record<string, string>> = {
+  readonly [K in keyof T & string]: `${P}_${K}`;
+};
+
+/** The union of a code table's values. */
+export type ErrorCodeOf<Table> = Table[keyof Table];
+
+/**
+ * A package's code table from its prefix and `{ KEY: 'when this code is raised' }`. The descriptions
+ * stay readable at run time through `describeErrorCode`, so docs and `--help` can list them.
+ */
+export function defineErrorCodes<const P extends string, const T extends Record<string, string>>(
+  prefix: P,
+  descriptions: T,
+): ErrorCodeTable<P, T> {
+  if (!/^[A-Z][A-Z0-9]*$/.test(prefix)) {
+    throw new TypeError(`defineErrorCodes: prefix "${prefix}" must be upper case letters and digits`);
+  }
+  const table: Record<string, string> = {};
+  for (const key of Object.keys(descriptions)) {
+    if (!/^[A-Z][A-Z0-9_]*$/.test(key)) {
+      throw new TypeError(`defineErrorCodes: key "${key}" of ${prefix} must be UPPER_SNAKE_CASE`);
+    }
+    const code = `${prefix}_${key}`;
+    table[key] = code;
+    DESCRIPTIONS.set(code, descriptions[key] ?? '');
+  }
+  return Object.freeze(table) as ErrorCodeTable<P, T>;
+}
+
+const DESCRIPTIONS = new Map<string, string>();
+
+/** What a code means, as its package declared it; undefined for a code no package defined. */
+export function describeErrorCode(code: string): string | undefined {
+  return DESCRIPTIONS.get(code);
+}
+
+/** True for any agentrl error, or (with `prefix`) for one raised by that package. */
+export function isAgentrlError(err: unknown, prefix?: string): err is AgentrlError {
+  return err instanceof AgentrlError && (prefix === undefined || err.code.startsWith(`${prefix}_`));
+}
