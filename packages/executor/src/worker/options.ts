@@ -1,14 +1,11 @@
 import { z } from 'zod';
 import type { PoolConfigInput } from '../config.js';
 import type { EmbeddedPool } from '../embedded-pool.js';
-import { ConnectTimeoutSchema } from '../redis-scripts.js';
+import { ConnectTimeoutSchema, PrefixSchema } from '../redis-scripts.js';
 
 export const WorkerSchema = z.object({
   redis: z.string().describe('Redis URL shared with the servers/clients'),
-  prefix: z
-    .string()
-    .default('agentrl:exec:')
-    .describe('key prefix shared by clients and workers of one deployment'),
+  prefix: PrefixSchema,
   batchSize: z.number().int().min(1).max(10_000).default(64).describe('jobs taken from Redis per read'),
   visibilityMs: z
     .number()
