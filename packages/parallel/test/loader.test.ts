@@ -97,7 +97,8 @@ describe('NCCL / RCCL loader', () => {
     expect(out.own).toEqual([1, 2, 3]); // this rank is the root: its bytes stay
     expect(out.other).toEqual([0xab, 0xab, 0xab]); // root 2's bytes arrive
     expect(out.errors).toEqual({
-      int32: 'DIST_INVALID_ARGUMENT nccl: buffer has the wrong dtype: expected a Float32Array or a Float64Array',
+      int32:
+        'DIST_INVALID_ARGUMENT nccl: buffer has the wrong dtype: expected a Float32Array or a Float64Array',
       root: 'DIST_INVALID_ARGUMENT nccl: root must be an integer in [0, 2], got 3.000000',
       badId: 'DIST_NATIVE_FAILURE nccl: ncclCommInitRank failed: invalid argument (fake) (4)',
       destroyed: 'DIST_INVALID_ARGUMENT nccl: the NCCL communicator was destroyed',
