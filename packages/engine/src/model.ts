@@ -8,7 +8,7 @@ import {
   parseModelConfig,
   toNativeConfig,
 } from './config.js';
-import { bindingForDevice, type Device, type DeviceOptions } from './device.js';
+import { bindingForDevice, type Device, type DeviceOptions, isDeviceBinding } from './device.js';
 import { EngineError } from './errors.js';
 import type { EngineBinding, ModelHandle } from './native.js';
 
@@ -194,6 +194,24 @@ export class Model {
   }
 
   /**
+   * Training forward over a packed batch whose hidden states stay native: on a GPU device nothing
+   * [T, H] is copied to the host (a loss computed there next: sftLoss, the engine's
+   * devicePolicyLoss). The latest forward for backwardFromHidden / the losses, as forwardHidden.
+   */
+  forward(batch: PackedBatch, options: ForwardOptions = {}): { numTokens: number } {
+    validateBatch(batch, this.shape.vocab, this.shape.maxPositions);
+    const recompute = options.recompute ?? false;
+    if (isDeviceBinding(this.native)) {
+      this.native.forwardResident(this.handle, batch.tokenIds, batch.cuSeqlens, recompute);
+    } else {
+      this.native.forward(this.handle, batch.tokenIds, batch.cuSeqlens, recompute);
+    }
+    this.forwardTokens = batch.tokenIds;
+    this.forwardCu = batch.cuSeqlens;
+    return { numTokens: batch.tokenIds.length };
+  }
+
+  /**
    * Training forward over a packed batch. Returns the final-norm hidden states [T, H] (row t predicts
    * token t+1 of its sequence) for a loss computed outside (e.g. the fused-linear policy loss).
    */
@@ -256,7 +274,7 @@ export class Model {
     if (lossMask.length !== n) {
       throw new EngineError('INVALID_BATCH', `lossMask has ${lossMask.length} entries for ${n} tokens`);
     }
-    this.forwardHidden(batch, options);
+    this.forward(batch, options);
     const targets = new Int32Array(n).fill(-1);
     let count = 0;
     for (let s = 0; s + 1 < batch.cuSeqlens.length; s++) {

@@ -15,6 +15,7 @@
 #include "gpu/block_reduce.h"
 #include "gpu/gemm.h"
 #include "gpu/gpu_compat.h"
+#include "gpu/transfers.h"
 #include "kernels/cuda/row_kernels.h"
 #include "kernels/gpu_fused_linear.h"
 
@@ -176,7 +177,7 @@ class Dev {
 
 template <typename X>
 void Up(const Dev& d, const X* host, int64_t n) {
-  if (n > 0) Check(gpuMemcpy(d.as<void>(), host, sizeof(X) * n, gpuMemcpyHostToDevice), "copy in");
+  if (n > 0) Check(agentrl::gpu::CopyToDevice(d.as<void>(), host, sizeof(X) * n), "copy in");
 }
 
 }  // namespace
@@ -208,7 +209,7 @@ Metrics FusedLinearDevice(const LossConfig& c, const TokenInputs& in, const floa
     Check(gpuGetLastError(), "row stats");
   }
   int flag = 0;
-  Check(gpuMemcpy(&flag, bad.as<void>(), sizeof(int), gpuMemcpyDeviceToHost), "copy flag");
+  Check(agentrl::gpu::CopyToHost(&flag, bad.as<void>(), sizeof(int)), "copy flag");
   if (flag) throw InvalidArgument("hidden or weight produce a non-finite logit: check them for NaN/inf");
   const DeviceLossConfig dc{c.clip_low,      c.clip_high, c.dual_clip,
                             c.max_log_ratio, c.horizon,   static_cast<double>(c.token_count),
@@ -219,10 +220,10 @@ Metrics FusedLinearDevice(const LossConfig& c, const TokenInputs& in, const floa
                  g.as<float>(), metrics.as<double>());
   Check(gpuGetLastError(), "token math");
   double m[8];
-  Check(gpuMemcpy(m, metrics.as<void>(), sizeof(m), gpuMemcpyDeviceToHost), "copy metrics");
-  if (T > 0) Check(gpuMemcpy(logp, logp_d.as<void>(), 4 * T, gpuMemcpyDeviceToHost), "copy logp");
+  Check(agentrl::gpu::CopyToHost(m, metrics.as<void>(), sizeof(m)), "copy metrics");
+  if (T > 0) Check(agentrl::gpu::CopyToHost(logp, logp_d.as<void>(), 4 * T), "copy logp");
   if (entropy && c.entropy && T > 0)
-    Check(gpuMemcpy(entropy, ent_d.as<void>(), 4 * T, gpuMemcpyDeviceToHost), "copy entropy");
+    Check(agentrl::gpu::CopyToHost(entropy, ent_d.as<void>(), 4 * T), "copy entropy");
   Metrics out;
   out.loss = m[0];
   out.tokens = m[1];
@@ -265,13 +266,13 @@ extern "C" __attribute__((visibility("default"))) int agentrl_fused_linear(Agent
     Check(gpuMalloc(&w, sizeof(float) * V * H), "malloc weight");
     Check(gpuMalloc(&dh, sizeof(float) * std::max<int64_t>(T * H, 1)), "malloc dhidden");
     Check(gpuMalloc(&dw, sizeof(float) * V * H), "malloc dweight");
-    if (T > 0) Check(gpuMemcpy(h, a->hidden, sizeof(float) * T * H, gpuMemcpyHostToDevice), "copy hidden");
-    Check(gpuMemcpy(w, a->weight, sizeof(float) * V * H, gpuMemcpyHostToDevice), "copy weight");
-    if (a->accumulate) Check(gpuMemcpy(dw, a->dweight, sizeof(float) * V * H, gpuMemcpyHostToDevice), "copy dweight");
+    if (T > 0) Check(agentrl::gpu::CopyToDevice(h, a->hidden, sizeof(float) * T * H), "copy hidden");
+    Check(agentrl::gpu::CopyToDevice(w, a->weight, sizeof(float) * V * H), "copy weight");
+    if (a->accumulate) Check(agentrl::gpu::CopyToDevice(dw, a->dweight, sizeof(float) * V * H), "copy dweight");
     a->metrics = agentrl::kernels::gpu::FusedLinearDevice(
         a->config, a->tokens, static_cast<float*>(h), static_cast<float*>(w), H, V, static_cast<float*>(dh),
         static_cast<float*>(dw), a->accumulate != 0, a->logp, a->entropy, &a->workspace_bytes, 0);
-    if (T > 0) Check(gpuMemcpy(a->dhidden, dh, sizeof(float) * T * H, gpuMemcpyDeviceToHost), "copy dhidden");
-    Check(gpuMemcpy(a->dweight, dw, sizeof(float) * V * H, gpuMemcpyDeviceToHost), "copy dweight");
+    if (T > 0) Check(agentrl::gpu::CopyToHost(a->dhidden, dh, sizeof(float) * T * H), "copy dhidden");
+    Check(agentrl::gpu::CopyToHost(a->dweight, dw, sizeof(float) * V * H), "copy dweight");
   });
 }
