@@ -54,6 +54,16 @@ const configs = {
   llama: tinyConfig({ architectures: ['LlamaForCausalLM'], num_key_value_heads: 4, attention_bias: true }),
 };
 
+/** The reference loss options: clip-higher 0.2 / 0.28, dual clip 3, token-mean. */
+const GRPO_ROC_LOSS = {
+  temperature: 1,
+  clipLow: 0.2,
+  clipHigh: 0.28,
+  dualClip: 3,
+  maxLogRatio: 20,
+  aggregation: 0,
+};
+
 function pair(cfg: (typeof configs)[keyof typeof configs], seed = 3): [Model, Model] {
   return [createModel(cfg, { seed }), createModel(cfg, { seed, device: gpu, precision })];
 }
@@ -323,14 +333,7 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
       const T = batch.tokenIds.length;
       const V = dev.shape.vocab;
       const args = {
-        config: {
-          temperature: 1,
-          clipLow: 0.2,
-          clipHigh: 0.28,
-          dualClip: 3,
-          maxLogRatio: 20,
-          aggregation: 0,
-        },
+        config: GRPO_ROC_LOSS,
         targets: Int32Array.from(batch.tokenIds, (t, i) => (t * 5 + i) % V),
         oldLogprobs: Float32Array.from({ length: T }, (_, i) => -4 + 0.2 * Math.cos(i)),
         advantages: Float32Array.from({ length: T }, (_, i) => (i % 4) - 1.5),
@@ -423,14 +426,7 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
       dev.forwardHidden(batch);
       const logp = new Float32Array(T);
       const m = devicePolicyLoss(dev, {
-        config: {
-          temperature: 1,
-          clipLow: 0.2,
-          clipHigh: 0.28,
-          dualClip: 3,
-          maxLogRatio: 20,
-          aggregation: 0,
-        },
+        config: GRPO_ROC_LOSS,
         targets,
         oldLogprobs,
         advantages,
