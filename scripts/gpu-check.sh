@@ -56,7 +56,7 @@ step "build (sm_${AGENTRL_CUDA_ARCH})" bash -c "cd '$root/native' && node script
 step "engine device tests" bash -c "cd '$root/packages/engine' && npx vitest run test/device.test.ts"
 step "kernels device tests" bash -c "cd '$root/packages/kernels' && npx vitest run test/fused-linear-device.test.ts test/backends.test.ts test/bf16.test.ts"
 step "trainer device tests" bash -c "cd '$root/apps/trainer' && npx vitest run src/train/native-policy.test.ts -t 'with --device'"
-step "agentrl train --device cuda (smoke preset)" bash -c "cd '$root/test' && timeout 360 npx vitest run src/device-cli.test.ts"
+step "agentrl train --device cuda (smoke preset)" bash -c "cd '$root/test' && timeout 420 npx vitest run src/device-cli.test.ts"
 step "NCCL all-reduce at world size 1" bash -c "cd '$root/packages/parallel' && timeout 120 node --conditions=@agentrl/source --import tsx test/fixtures/nccl-world1.ts"
 step "bf16 variant of the engine forward tests" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_PRECISION=bf16 npx vitest run test/device.test.ts -t 'forward hidden'"
 step "agentrl GPU bench" bash -c "cd '$root/packages/engine' && timeout 240 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"

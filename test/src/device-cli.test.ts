@@ -122,6 +122,7 @@ describe(`agentrl train --device (${where})`, () => {
       });
       expect(got.at(-1)!.loss).toBeLessThan(got[0]!.loss as number);
     },
+    480_000, // up to two smoke runs: seconds on a GPU, minutes through HIP-CPU
   );
 
   it.skipIf(gpu === 'rocm')('--device rocm where it cannot run stops the same way', async () => {

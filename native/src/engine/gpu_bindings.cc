@@ -5,6 +5,7 @@
 // of engine/gpu_engine.h. The mirror and the device copy meet only when JS asks (sync*) or at init.
 #include <napi.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -393,7 +394,8 @@ Napi::Value Sample(const Napi::CallbackInfo& info) {
   const double* p = params.Data();
   for (size_t r = 0; r < len / 4; ++r) {
     const double t = p[r * 4], k = p[r * 4 + 1], top_p = p[r * 4 + 2], u = p[r * 4 + 3];
-    if (!(t >= 0) || !(top_p > 0 && top_p <= 1) || !(u >= 0 && u < 1) || k != static_cast<double>(static_cast<int>(k))) {
+    if (!(t >= 0) || !(top_p > 0 && top_p <= 1) || !(u >= 0 && u < 1) || !(k >= -2147483647.0 && k <= 2147483647.0) ||
+        std::floor(k) != k) {
       throw Napi::RangeError::New(env, "engine: sample row " + std::to_string(r) +
                                            " needs temperature >= 0, an integer topK, topP in (0, 1] and a uniform "
                                            "in [0, 1); got " +
@@ -453,14 +455,16 @@ Napi::Value GemmPath(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), out);
 }
 
-// transfers(device): bytes the device object copied host -> device and device -> host so far.
+// transfers(device): bytes the device object copied host -> device and device -> host so far, and
+// the device allocations it made.
 Napi::Value Transfers(const Napi::CallbackInfo& info) {
   const gpu::Backend b = BackendOf(info[0].ToString().Utf8Value());
-  int64_t to_device = 0, to_host = 0;
-  Sym<agentrl_engine_transfers_fn>(b, "agentrl_engine_transfers")(&to_device, &to_host);
+  int64_t to_device = 0, to_host = 0, allocations = 0;
+  Sym<agentrl_engine_transfers_fn>(b, "agentrl_engine_transfers")(&to_device, &to_host, &allocations);
   Napi::Object out = Napi::Object::New(info.Env());
   out.Set("toDevice", static_cast<double>(to_device));
   out.Set("toHost", static_cast<double>(to_host));
+  out.Set("allocations", static_cast<double>(allocations));
   return out;
 }
 

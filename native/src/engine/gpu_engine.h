@@ -73,8 +73,9 @@ typedef int (*agentrl_engine_sample_fn)(void* model, int rows, const double* par
 // The fused-linear policy loss on the latest forward's hidden states and the lm_head weight, then
 // the backward through the whole model: nothing [T, V] is stored, and no [T, H] crosses to the host.
 typedef int (*agentrl_engine_policy_loss_fn)(void* model, AgentrlGpuPolicyLossArgs* args, char* err, int err_len);
-// Bytes copied host -> device and device -> host by this object since it was loaded (gpu/transfers.h).
-typedef void (*agentrl_engine_transfers_fn)(int64_t* to_device, int64_t* to_host);
+// Bytes copied host -> device and device -> host, and device allocations made, by this object since
+// it was loaded (gpu/transfers.h).
+typedef void (*agentrl_engine_transfers_fn)(int64_t* to_device, int64_t* to_host, int64_t* allocations);
 // Which GEMM path runs ("cublasLt", "hipblasLt", or "fallback kernel (why)").
 typedef int (*agentrl_engine_info_fn)(char* out, int out_len);
 }

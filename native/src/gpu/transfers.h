@@ -1,6 +1,8 @@
-// Host <-> device copies of the GPU objects, counted: every copy between the two goes through
-// CopyToDevice / CopyToHost, so `agentrl_engine_transfers` can tell what crossed the bus (the
-// device tests assert that a training step moves O(T) bytes, not the [T, H] hidden states).
+// Host <-> device copies and device allocations of the GPU objects, counted: every copy between
+// the two goes through CopyToDevice / CopyToHost and every allocation of the engine and the loss
+// through DeviceMalloc, so `agentrl_engine_transfers` can tell what crossed the bus and how often
+// memory was allocated (the device tests assert that a training step moves O(T) bytes, not the
+// [T, H] hidden states, and that a repeated step allocates nothing).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -11,13 +13,18 @@
 namespace agentrl::gpu {
 
 struct TransferCounts {
-  std::atomic<int64_t> to_device{0}, to_host{0};
+  std::atomic<int64_t> to_device{0}, to_host{0}, allocations{0};
 };
 
 /** This object's running totals, in bytes, since it was loaded. */
 inline TransferCounts& Transfers() {
   static TransferCounts counts;
   return counts;
+}
+
+inline gpuError_t DeviceMalloc(void** p, size_t bytes) {
+  Transfers().allocations += 1;
+  return gpuMalloc(p, bytes);
 }
 
 inline gpuError_t CopyToDevice(void* dst, const void* src, size_t bytes) {

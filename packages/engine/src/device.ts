@@ -57,10 +57,11 @@ export interface DeviceSampleRow {
   uniform: number;
 }
 
-/** Bytes the device object copied host -> device and device -> host since it was loaded. */
+/** What the device object did since it was loaded: bytes copied each way, device allocations made. */
 export interface DeviceTransfers {
   toDevice: number;
   toHost: number;
+  allocations: number;
 }
 
 /** The addon's `engineGpu` component (native/src/engine/gpu_bindings.cc). */
@@ -337,7 +338,7 @@ export function sampleOnDevice(
   return { tokens, logprobs };
 }
 
-/** Bytes a device model's GPU object has copied each way so far (to check what a step moves). */
+/** Bytes a device model's GPU object has copied each way, and its allocations, so far (to check what a step moves). */
 export function deviceTransfers(model: Model): DeviceTransfers {
   return deviceBindingOf(model, 'deviceTransfers').transfers();
 }

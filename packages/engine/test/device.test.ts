@@ -362,6 +362,18 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
       dev.parameters().forEach((p, i) => {
         expect(p.grad, p.name).toEqual(gradRef[i]);
       });
+      // The same step again (forward, loss, grad norm, AdamW) allocates no device memory.
+      const opt = createAdamW(dev, { lr: 1e-3, warmupSteps: 0 });
+      const step = () => {
+        dev.zeroGrad();
+        dev.forward(batch);
+        devicePolicyLoss(dev, { ...args, logp });
+        opt.step();
+      };
+      step();
+      const a0 = deviceTransfers(dev).allocations;
+      step();
+      expect(deviceTransfers(dev).allocations - a0).toBe(0);
       // sftLoss too: per-row losses come back, not the hidden states.
       const mask = new Uint8Array(T).fill(1);
       const s0 = deviceTransfers(dev);

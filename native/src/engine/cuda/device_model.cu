@@ -49,7 +49,7 @@ class DevArray {
     if (n <= cap_) return;
     if (p_) (void)gpuFree(p_);
     p_ = nullptr;
-    Check(gpuMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(X)),
+    Check(agentrl::gpu::DeviceMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(X)),
           ("allocating " + std::to_string(n * sizeof(X)) + " bytes").c_str());
     cap_ = n;
   }
@@ -191,6 +191,8 @@ class DeviceModel {
   IBuf sample_cand_i_;
   // Cross-entropy and policy-loss scratch, grown once (no device allocation per micro-batch).
   Buf ce_dh_, ce_hb_, ce_lg_, ce_dhb_, ce_loss_, policy_dh_;
+  kernels::gpu::FusedLinearScratch policy_scratch_;
+  DevArray<double> norm_partials_;
   IBuf ce_rows_, ce_targets_;
   DevArray<CachePtrs> cache_ptrs_;
   int last_batch_ = 0;
@@ -429,7 +431,7 @@ void DeviceModel::Logits(float* out) {
 }
 
 double DeviceModel::GradNormSquared() {
-  DevArray<double> part;
+  DevArray<double>& part = norm_partials_;
   part.Resize((num_ >> 16) + 1);
   const int blocks = SumSquaresPartials(grads_.data(), static_cast<int64_t>(num_), part.data());
   std::vector<double> host(blocks);
@@ -539,7 +541,8 @@ kernels::Metrics DeviceModel::PolicyLoss(AgentrlGpuPolicyLossArgs* a) {
   // dWeight accumulates straight into the lm_head gradient (the embedding's when tied).
   kernels::Metrics m = kernels::gpu::FusedLinearDevice(a->config, a->tokens, hidden_.data(), params_.data() + lm_, h,
                                                        c_.vocab, dh.data(), grads_.data() + lm_, true, a->logp,
-                                                       a->entropy, &a->workspace_bytes, c_.precision);
+                                                       a->entropy, &a->workspace_bytes, c_.precision,
+                                                       &policy_scratch_);
   Backward(dh.data(), nullptr);
   return m;
 }
@@ -620,9 +623,10 @@ AGENTRL_EXPORT int agentrl_engine_sample(void* model, int rows, const double* pa
 AGENTRL_EXPORT int agentrl_engine_policy_loss(void* model, AgentrlGpuPolicyLossArgs* args, char* err, int err_len) {
   return AbiGuard(err, err_len, [&] { args->metrics = M(model)->PolicyLoss(args); });
 }
-AGENTRL_EXPORT void agentrl_engine_transfers(int64_t* to_device, int64_t* to_host) {
+AGENTRL_EXPORT void agentrl_engine_transfers(int64_t* to_device, int64_t* to_host, int64_t* allocations) {
   *to_device = agentrl::gpu::Transfers().to_device.load();
   *to_host = agentrl::gpu::Transfers().to_host.load();
+  *allocations = agentrl::gpu::Transfers().allocations.load();
 }
 AGENTRL_EXPORT int agentrl_engine_info(char* out, int out_len) {
   std::snprintf(out, out_len, "%s", agentrl::gpu::GemmPath().c_str());
