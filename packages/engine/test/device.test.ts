@@ -167,12 +167,13 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
   it.skipIf(!device)(
     "on-device sampling draws the CPU engine's sampleToken tokens and logprobs from the same streams",
     () => {
-      // qwen2 (untied): lm_head rows 10..19 copy row 9, so ten tokens share one logit (ties at the cut).
+      // qwen2 (untied): lm_head rows 10..39 copy row 9, so 31 of the 50 tokens share one logit: they
+      // fill ranks [r, r + 31) with r <= 19, and top-k 25 always cuts inside them (ties by id).
       const [cpu, dev] = pair(configs.qwen2, 13);
       const V = cpu.shape.vocab;
       const lm = dev.parameter('lm_head.weight')?.data ?? new Float32Array(0);
       const H = dev.shape.hidden;
-      for (let j = 10; j < 20; j++) lm.copyWithin(j * H, 9 * H, 10 * H);
+      for (let j = 10; j < 40; j++) lm.copyWithin(j * H, 9 * H, 10 * H);
       dev.markWeightsChanged();
       // Three prompts, four rows each: every row its own stream (2,100 draws in 175 launches).
       const prompts = [[1, 2, 3], (seqs[0] ?? []).slice(0, 20), [7]].flatMap((p) => [p, p, p, p]);
@@ -188,7 +189,7 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
       const knobs: Pick<SamplingParams, 'temperature' | 'topK' | 'topP'>[] = [
         { temperature: 0, topK: 0, topP: 1 },
         { temperature: 0.7, topK: 0, topP: 1 },
-        { temperature: 1, topK: 5, topP: 1 },
+        { temperature: 1, topK: 25, topP: 1 },
         { temperature: 0.8, topK: 0, topP: 0.9 },
         { temperature: 1.3, topK: 12, topP: 0.6 },
         { temperature: 1, topK: 0, topP: 0.3 },
