@@ -8,7 +8,13 @@ import {
   parseModelConfig,
   toNativeConfig,
 } from './config.js';
-import { bindingForDevice, type Device, type DeviceOptions, isDeviceBinding } from './device.js';
+import {
+  bindingForDevice,
+  type Device,
+  type DeviceOptions,
+  type DevicePrecision,
+  isDeviceBinding,
+} from './device.js';
 import { EngineError } from './errors.js';
 import type { EngineBinding, ModelHandle } from './native.js';
 
@@ -81,6 +87,8 @@ export class Model {
   readonly native: EngineBinding;
   /** Where parameters, gradients, optimizer state and activations live (device.ts). */
   readonly device: Device;
+  /** The matrix products' precision on the device (always fp32 on the cpu). */
+  readonly precision: DevicePrecision;
   private readonly params: Parameter[];
   private readonly byName = new Map<string, Parameter>();
   private readonly layout: readonly { offset: number; numel: number }[];
@@ -99,6 +107,7 @@ export class Model {
     this.dtype = modelDtype(config);
     this.device = options.device ?? 'cpu';
     this.native = bindingForDevice(options);
+    this.precision = options.precision ?? 'fp32';
     const created = this.native.createModel({ ...this.shape, training: options.training ?? true });
     this.handle = created.handle;
     const buffers = this.native.buffers(this.handle);
