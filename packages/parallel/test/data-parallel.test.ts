@@ -13,6 +13,7 @@ interface StepResult {
   size: number;
   sha256: string;
   losses: number[];
+  started: number;
 }
 
 /** The fixture as one plain process (no launcher: the local communicator, the engine's own float32 accumulation). */
@@ -70,6 +71,21 @@ describe.skipIf(missing !== undefined)('data-parallel steps of a tiny model (eng
       for (const r of byN) {
         expect(r.sha256).toBe(ref.sha256);
         expect(r.losses).toEqual(ref.losses);
+      }
+      // the default overlapped reduce: the tiny model is one bucket, started by the embedding's stage
+      for (const r of byN.slice(1)) expect(r.started).toBe(3);
+      // Buckets of 2 KiB (many per layer, started while the backward runs) and the blocking reduce
+      // change nothing in the sums: the same bits
+      for (const mode of ['2048', 'blocking']) {
+        const run = await runMpi(2, 'dp-step.ts', ['', mode], { env: { OMP_NUM_THREADS: '1' } });
+        expect(run.code, run.stderr).toBe(0);
+        const rs = results<StepResult>(run);
+        for (const r of rs) {
+          expect(r.sha256).toBe(ref.sha256);
+          expect(r.losses).toEqual(ref.losses);
+          if (mode === 'blocking') expect(r.started).toBe(0);
+          else expect(r.started).toBeGreaterThan(3 * 10);
+        }
       }
       // The plain path sums float32 gradients as they arrive: other last bits, a tiny difference
       const alone = runAlone([join(dir, 'plain.bin')]);
