@@ -173,7 +173,7 @@ export class MpiCommunicator implements Communicator {
     if (isRoot) checkParts(parts, this.size);
     // every rank learns every part's length first (MPI_Scatterv wants the counts everywhere)
     const counts = new Int32Array(this.size);
-    if (isRoot) parts!.forEach((p, r) => (counts[r] = p.length));
+    if (isRoot) for (const [r, p] of parts!.entries()) counts[r] = p.length;
     call(() => this.#mpi.broadcast(new Uint8Array(counts.buffer), root));
     let send = new Uint8Array(0);
     if (isRoot) {

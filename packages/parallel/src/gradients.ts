@@ -295,7 +295,11 @@ export function runMicroBatches(
   // the last micro-batch's backward overlaps the gradient all-reduce (GradientAllReduce.runLast)
   const last = mine.at(-1);
   for (const i of mine) {
-    if (i === last) keep(i, reducer.runLast(() => work(i)));
+    if (i === last)
+      keep(
+        i,
+        reducer.runLast(() => work(i)),
+      );
     else {
       const r = work(i);
       keep(i, r);

@@ -114,11 +114,17 @@ describe.skipIf(missing !== undefined)('mpirun -n 2 (real processes)', () => {
       expect(r.asyncOk).toBe(true);
       expect(r.afterBarrier).toEqual([0, 1]);
       if (r.rank === 0)
-        expect(r.errors.tsScatterParts).toMatch(/^DIST_INVALID_ARGUMENT: .*one Uint8Array per rank \(2\), got 1 items/);
+        expect(r.errors.tsScatterParts).toMatch(
+          /^DIST_INVALID_ARGUMENT: .*one Uint8Array per rank \(2\), got 1 items/,
+        );
       expect(r.errors.tsStartF32).toMatch(/^DIST_INVALID_ARGUMENT: .*allreduceSumStart takes a Float64Array/);
-      expect(r.errors.nativeScatterCounts).toMatch(/^DIST_INVALID_ARGUMENT: mpi: counts has 3 elements, expected 2/);
+      expect(r.errors.nativeScatterCounts).toMatch(
+        /^DIST_INVALID_ARGUMENT: mpi: counts has 3 elements, expected 2/,
+      );
       expect(r.errors.nativeAsyncDtype).toMatch(/^DIST_INVALID_ARGUMENT: mpi: buffer has the wrong dtype/);
-      expect(r.errors.nativeWaitTicket).toMatch(/^DIST_INVALID_ARGUMENT: mpi: ticket must be an integer in \[1, 3\]/);
+      expect(r.errors.nativeWaitTicket).toMatch(
+        /^DIST_INVALID_ARGUMENT: mpi: ticket must be an integer in \[1, 3\]/,
+      );
       expect(r.nonFinite).toEqual([
         ['-Infinity', 'NaN', '0'],
         ['-Infinity', 'NaN', '1'],
