@@ -241,7 +241,8 @@ export function shardIndices(count: number, comm: Pick<Communicator, 'rank' | 's
   return out;
 }
 
-const reducers = new WeakMap<GradientSource, GradientAllReduce>();
+// one reducer (float64 accumulator) per model and reduce options
+const reducers = new WeakMap<GradientSource, Map<string, GradientAllReduce>>();
 
 export interface MicroBatchRunOptions {
   comm: Communicator;
@@ -250,7 +251,7 @@ export interface MicroBatchRunOptions {
   count: number;
   /** Numbers `work` returns per micro-batch (loss, metrics). */
   width: number;
-  /** Buckets and overlap of the gradient all-reduce (taken when the model's reducer is first made). */
+  /** Buckets and overlap of the gradient all-reduce (one reducer, with its accumulator, per model and options). */
   reduce?: GradientReduceOptions;
 }
 
@@ -271,10 +272,13 @@ export function runMicroBatches(
   const rows = new Float64Array(count * width);
   let reducer: GradientAllReduce | undefined;
   if (comm.backend === 'mpi') {
-    reducer = reducers.get(opts.model);
+    const byOptions = reducers.get(opts.model) ?? new Map<string, GradientAllReduce>();
+    reducers.set(opts.model, byOptions);
+    const key = JSON.stringify([opts.reduce?.bucketBytes, opts.reduce?.overlap]);
+    reducer = byOptions.get(key);
     if (!reducer) {
       reducer = new GradientAllReduce(opts.model, comm, opts.reduce);
-      reducers.set(opts.model, reducer);
+      byOptions.set(key, reducer);
     }
   }
   const mine = reducer ? shardIndices(count, comm) : Array.from({ length: count }, (_, i) => i);
