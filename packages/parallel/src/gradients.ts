@@ -310,7 +310,8 @@ export function runMicroBatches(
       if (r) reducer.accumulate();
     }
   }
-  if (last === undefined) reducer.reduce();
+  // a rank without micro-batches still takes part in every bucket, in the same order
+  if (last === undefined) reducer.runLast(() => undefined);
   comm.allreduceSum(rows);
   return rows;
 }
