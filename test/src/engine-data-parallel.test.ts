@@ -1,11 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mpirunMissing } from '@agentrl/parallel';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readJsonl, runCli, startServer } from './cli.js';
+import { startFront } from './http-front.js';
 import { checkpointHashes, mpirunTrain, stripTiming } from './mpi-train.js';
 
 /**
@@ -27,62 +26,20 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** Proxies to `target`, counting TCP connections and requests by `METHOD path`. */
-async function countingFront(target: string) {
-  const counts = { connections: 0, requests: {} as Record<string, number> };
-  const server: Server = createServer(async (req, res) => {
-    const key = `${req.method} ${req.url}`;
-    counts.requests[key] = (counts.requests[key] ?? 0) + 1;
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const r = await fetch(`${target}${req.url}`, {
-      method: req.method ?? 'GET',
-      headers: { 'content-type': 'application/json' },
-      ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
-    });
-    res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
-    res.end(Buffer.from(await r.arrayBuffer()));
-  });
-  server.on('connection', () => counts.connections++);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanup.push(() => server.close());
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    take() {
-      const out = structuredClone(counts);
-      counts.connections = 0;
-      counts.requests = {};
-      return out;
-    },
-  };
-}
-
 describe.skipIf(missing !== undefined)('agentrl train --engine under mpirun', () => {
   it('2 ranks end with the weights and metrics of 1 rank; only rank 0 talks to the engine', async () => {
     // the smoke preset's SFT once, in one process: its policy answers some problems, so the RL
     // groups have mixed rewards and the steps below train on something
     const runs = join(root, 'runs');
-    const sft = await runCli(
-      [
-        'train',
-        '--preset',
-        'smoke',
-        '--runsDir',
-        runs,
-        '--name',
-        'sft',
-        '--no-progress',
-        '--stop-after',
-        '0',
-      ],
-      { OMP_NUM_THREADS: '1' },
-    );
+    const sftArgs = ['--preset', 'smoke', '--runsDir', runs, '--name', 'sft', '--stop-after', '0'];
+    const sft = await runCli(['train', ...sftArgs, '--no-progress'], { OMP_NUM_THREADS: '1' });
     expect(sft.code, sft.stderr).toBe(0);
     const init = join(runs, 'sft', 'checkpoints', 'step-000000');
     // one sequence per engine step: the server's numbers do not depend on what else it batches
     const { url, child } = await startServer(['--checkpoint', init, '--port', '0', '--max-batch', '1']);
     cleanup.push(() => child.kill('SIGKILL'));
-    const front = await countingFront(url);
+    const front = await startFront(url);
+    cleanup.push(() => void front.close());
     const args = (name: string) => [
       ...['train', '--preset', 'smoke', '--runsDir', runs, '--name', name, '--no-progress'],
       ...['--model.init', init, '--engine', front.url, '--engine.kind', 'sglang', '--sft.enabled', 'false'],
