@@ -1,6 +1,6 @@
 // `pnpm bench` (packages/parallel): step time of data-parallel training with the blocking gradient
 // all-reduce vs the bucketed one that overlaps the last micro-batch's backward, 2 ranks under
-// `mpirun -n 2`, on the smoke model and a ~50M-parameter one, in the same run (modes alternate step
+// `mpirun -n 2`, on the smoke model and a ~54M-parameter one, in the same run (modes alternate step
 // by step). Medians; writes bench-results/parallel.json at the repository root.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -19,8 +19,8 @@ if (missing) {
 const MODELS = {
   // the smoke preset's shape (hidden 64, 2 layers, intermediate 128) on a 256-token vocabulary
   smoke: '64,2,128,256,256,7',
-  // ~50M parameters: hidden 640, 10 layers, intermediate 1920, 8K vocabulary
-  '50m': '640,10,1920,8192,64,3',
+  // ~54M parameters: hidden 640, 10 layers, intermediate 1920, 8K vocabulary
+  '54m': '640,10,1920,8192,64,3',
 };
 
 const median = (xs: number[]) => {
