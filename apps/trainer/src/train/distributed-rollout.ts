@@ -27,6 +27,19 @@ export interface StepTotals {
   seqCount: number;
 }
 
+/** The step's loss normalisers over ALL its micro-batches (what policyStep divides by on every rank). */
+export function stepTotals(microBatches: readonly MicroBatch[]): StepTotals {
+  let tokenCount = 0;
+  let seqCount = 0;
+  for (const mb of microBatches) {
+    seqCount += mb.cuSeqlens.length - 1;
+    for (let s = 0; s + 1 < mb.cuSeqlens.length; s++) {
+      for (let t = mb.cuSeqlens[s]! + 1; t < mb.cuSeqlens[s + 1]!; t++) if (mb.lossMask[t]) tokenCount++;
+    }
+  }
+  return { tokenCount, seqCount };
+}
+
 /** One rank's view of the step: the header and micro-batch i where i % size === rank, else a hole. */
 export interface SharedStep {
   header: StepHeader;

@@ -17,7 +17,7 @@ import { createCommunicator, DistError, DistErrorCode, runMicroBatches } from '@
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import { hashSeed } from '../rng.js';
-import type { StepTotals } from './distributed-rollout.js';
+import { type StepTotals, stepTotals } from './distributed-rollout.js';
 import { maxAbsDiffMasked } from './on-policy.js';
 import type { MaskedSequence, PolicyLossOptions, PolicyStepMetrics, TrainablePolicy } from './policy.js';
 import { assertTokenizerFits, copyTokenizerFiles, type RunTokenizer } from './tokenizer-source.js';
@@ -321,19 +321,6 @@ type MicroBatchLoss = (
   logprobs: ArrayLike<number>;
   metrics: { tokens: number; clipFracLow: number; clipFracHigh: number; approxKl: number };
 };
-
-/** The step's loss normalisers over ALL its micro-batches (what policyStep divides by on every rank). */
-export function stepTotals(microBatches: readonly MicroBatch[]): StepTotals {
-  let tokenCount = 0;
-  let seqCount = 0;
-  for (const mb of microBatches) {
-    seqCount += mb.cuSeqlens.length - 1;
-    for (let s = 0; s + 1 < mb.cuSeqlens.length; s++) {
-      for (let t = mb.cuSeqlens[s]! + 1; t < mb.cuSeqlens[s + 1]!; t++) if (mb.lossMask[t]) tokenCount++;
-    }
-  }
-  return { tokenCount, seqCount };
-}
 
 function countTargets(mask: readonly number[]): number {
   let n = 0;
