@@ -20,7 +20,7 @@ const MODELS = {
   // the smoke preset's shape (hidden 64, 2 layers, intermediate 128) on a 256-token vocabulary
   smoke: '64,2,128,256,256,7',
   // ~54M parameters: hidden 640, 10 layers, intermediate 1920, 8K vocabulary
-  '54m': '640,10,1920,8192,64,3',
+  '54m': '640,10,1920,8192,64,5',
 };
 
 const median = (xs: number[]) => {
