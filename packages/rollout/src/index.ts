@@ -1,6 +1,6 @@
 export { type AgentLoopContext, runTrajectory, type TrajectoryJob, turnStops } from './agent-loop.js';
+export { CHATML_TEMPLATE, CHATML_TOOLS_TEMPLATE } from '@agentrl/engine';
 export {
-  CHATML_TEMPLATE,
   type ChatFormat,
   type ChatFormatOptions,
   createChatFormat,
