@@ -8,6 +8,7 @@ import {
   RolloutErrorCode,
   type WeightUpdate,
 } from '@agentrl/rollout';
+import { createBatchQueue, type Pending } from './batch-queue.js';
 
 /**
  * The KV-cache generator of @agentrl/engine (`createGenerator(model)`), as this package uses it:
@@ -32,11 +33,7 @@ export interface NativeAdapterOptions {
   name?: string;
 }
 
-interface Pending {
-  request: GenerateRequest;
-  resolve: (r: GenerateResult) => void;
-  reject: (e: Error) => void;
-}
+type NativePending = Pending<GenerateRequest, GenerateResult>;
 
 /**
  * The in-process engine: concurrent `generate` calls are gathered into one batch per decode run
@@ -44,69 +41,17 @@ interface Pending {
  */
 export function createNativeAdapter(options: NativeAdapterOptions): EngineAdapter {
   let generator = options.generator;
-  const maxBatch = options.maxBatch ?? 32;
-  const pending: Pending[] = [];
+  /** Tokens each trajectory holds in the generator's KV cache, for `load()`. */
   const lengths = new Map<string, number>();
-  let running = 0;
-  let scheduled = false;
-  let inFlight: Promise<void> = Promise.resolve();
-
-  const pump = () => {
-    if (scheduled || running > 0 || pending.length === 0) return;
-    scheduled = true;
-    // Wait one macrotask so that requests issued in the same tick join the batch.
-    setImmediate(() => {
-      scheduled = false;
-      const batch = pending.splice(0, maxBatch);
-      if (batch.length === 0) return;
-      running = batch.length;
-      inFlight = runBatch(batch).finally(() => {
-        running = 0;
-        pump();
-      });
-    });
-  };
-
-  const runBatch = async (batch: Pending[]) => {
-    let results: Awaited<ReturnType<BatchGenerator['generate']>>;
-    try {
-      results = await generator.generate(
-        batch.map(({ request }) => ({
-          cacheId: request.cacheId,
-          tokenIds: [...request.tokenIds],
-          params: request.params,
-        })),
-      );
-    } catch (err) {
-      const e = new RolloutError(
-        RolloutErrorCode.ENGINE_FAILED,
-        `rollout: the native engine failed: ${(err as Error).message}`,
-        { cause: err },
-      );
-      for (const p of batch) p.reject(e);
-      return;
-    }
-    batch.forEach((p, i) => {
-      const r = results[i];
-      if (!r) {
-        p.reject(
-          new RolloutError(
-            RolloutErrorCode.ENGINE_BAD_RESPONSE,
-            'rollout: the native engine returned too few results',
-          ),
-        );
-        return;
-      }
-      lengths.set(p.request.cacheId, p.request.tokenIds.length + r.tokenIds.length);
-      p.resolve({ tokenIds: r.tokenIds, logprobs: r.logprobs, finishReason: r.finishReason });
-    });
-  };
+  const queue = createBatchQueue<GenerateRequest, GenerateResult>(options.maxBatch ?? 32, (batch) =>
+    runNativeBatch(generator, batch, lengths),
+  );
 
   return {
     name: options.name ?? 'native',
     generate(request) {
       return new Promise<GenerateResult>((resolve, reject) => {
-        const entry: Pending = { request, resolve, reject };
+        const entry: NativePending = { request, resolve, reject };
         const { signal } = request;
         if (signal?.aborted) {
           reject(new RolloutError(RolloutErrorCode.ABORTED, 'rollout: the request was cancelled'));
@@ -115,16 +60,12 @@ export function createNativeAdapter(options: NativeAdapterOptions): EngineAdapte
         signal?.addEventListener(
           'abort',
           () => {
-            const at = pending.indexOf(entry);
-            if (at >= 0) {
-              pending.splice(at, 1);
+            if (queue.remove(entry))
               reject(new RolloutError(RolloutErrorCode.ABORTED, 'rollout: the request was cancelled'));
-            }
           },
           { once: true },
         );
-        pending.push(entry);
-        pump();
+        queue.push(entry);
       });
     },
     async release(cacheId) {
@@ -142,8 +83,8 @@ export function createNativeAdapter(options: NativeAdapterOptions): EngineAdapte
       return {
         kvCapacityTokens: capacity,
         kvUsage: capacity ? used / capacity : null,
-        running,
-        waiting: pending.length,
+        running: queue.running,
+        waiting: queue.waiting,
       };
     },
     async updateWeights(update: WeightUpdate) {
@@ -154,14 +95,54 @@ export function createNativeAdapter(options: NativeAdapterOptions): EngineAdapte
         );
       }
       // Let the running batch finish on the old weights; the cached KV of old weights is dropped.
-      await inFlight;
+      await queue.idle();
       const old = generator;
       generator = await options.createGenerator(update.model);
       for (const id of lengths.keys()) await Promise.resolve(old.release(id)).catch(() => {});
       lengths.clear();
     },
     async close() {
-      await inFlight;
+      await queue.idle();
     },
   };
+}
+
+/** Runs one batch on the generator and settles each request; records the cache length of each. */
+async function runNativeBatch(
+  generator: BatchGenerator,
+  batch: NativePending[],
+  lengths: Map<string, number>,
+): Promise<void> {
+  let results: Awaited<ReturnType<BatchGenerator['generate']>>;
+  try {
+    results = await generator.generate(
+      batch.map(({ request }) => ({
+        cacheId: request.cacheId,
+        tokenIds: [...request.tokenIds],
+        params: request.params,
+      })),
+    );
+  } catch (err) {
+    const e = new RolloutError(
+      RolloutErrorCode.ENGINE_FAILED,
+      `rollout: the native engine failed: ${(err as Error).message}`,
+      { cause: err },
+    );
+    for (const p of batch) p.reject(e);
+    return;
+  }
+  batch.forEach((p, i) => {
+    const r = results[i];
+    if (!r) {
+      p.reject(
+        new RolloutError(
+          RolloutErrorCode.ENGINE_BAD_RESPONSE,
+          'rollout: the native engine returned too few results',
+        ),
+      );
+      return;
+    }
+    lengths.set(p.request.cacheId, p.request.tokenIds.length + r.tokenIds.length);
+    p.resolve({ tokenIds: r.tokenIds, logprobs: r.logprobs, finishReason: r.finishReason });
+  });
 }

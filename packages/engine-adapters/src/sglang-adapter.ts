@@ -1,11 +1,4 @@
-import {
-  type EngineAdapter,
-  type EngineLoad,
-  type GenerateResult,
-  RolloutError,
-  RolloutErrorCode,
-  type WeightUpdate,
-} from '@agentrl/rollout';
+import type { EngineAdapter, EngineLoad, GenerateResult, WeightUpdate } from '@agentrl/rollout';
 import { createJsonClient } from './http/json-client.js';
 import { withRetry } from './http/retry.js';
 import {
@@ -14,23 +7,15 @@ import {
   type RemoteEngineInfo,
   resolveServedModel,
 } from './remote-checks.js';
+import {
+  readSglangCapacity,
+  readSglangGenerate,
+  readSglangLoad,
+  type SglangGenerate,
+  sglangGenerateBody,
+  updateSglangWeights,
+} from './sglang-protocol.js';
 import type { RemoteAdapterOptions } from './vllm-adapter.js';
-
-/** The part of SGLang's `/generate` response the adapter reads. */
-interface SglangGenerate {
-  text?: string;
-  output_ids?: number[];
-  meta_info?: {
-    finish_reason?: { type?: string; message?: string } | null;
-    /** One `[logprob, token_id, token_text | null]` per generated token. */
-    output_token_logprobs?: Array<[number, number, string | null]>;
-  };
-}
-
-/** `/get_load`: one entry per data-parallel rank (older servers: `{ load }`). */
-type SglangLoad =
-  | Array<{ num_reqs?: number; num_waiting_reqs?: number; num_tokens?: number }>
-  | { load?: number };
 
 export type SglangAdapter = EngineAdapter & {
   /** Probe, resolve the served model name, compare tokenizers. Call once before the first request. */
@@ -87,107 +72,28 @@ export function createSglangAdapter(options: RemoteAdapterOptions): SglangAdapte
     async generate({ cacheId, tokenIds, params, signal }): Promise<GenerateResult> {
       const served = version;
       const rid = `${cacheId}#${counter++}`;
-      const body = {
-        rid,
-        input_ids: tokenIds,
-        sampling_params: {
-          max_new_tokens: params.maxNewTokens,
-          temperature: params.temperature,
-          top_p: params.topP,
-          top_k: params.topK === 0 ? -1 : params.topK,
-          stop: params.stopStrings,
-          stop_token_ids: params.stopTokenIds,
-          skip_special_tokens: false,
-          no_stop_trim: true,
-          ...(params.seed !== undefined ? { sampling_seed: params.seed } : {}),
-        },
-        return_logprob: true,
-        stream: false,
-      };
       // Tell the server to stop working on it; the local request is cancelled by the same signal.
       const onAbort = () => void abort(rid).catch(() => {});
       signal?.addEventListener('abort', onAbort, { once: true });
-      let res: SglangGenerate;
       try {
-        res = await post(body, signal);
+        return readSglangGenerate(
+          await post(sglangGenerateBody(rid, tokenIds, params), signal),
+          client.baseUrl,
+          served,
+        );
       } finally {
         signal?.removeEventListener('abort', onAbort);
       }
-      const entries = res.meta_info?.output_token_logprobs;
-      if (!Array.isArray(entries)) {
-        throw new RolloutError(
-          RolloutErrorCode.ENGINE_BAD_RESPONSE,
-          `rollout: ${client.baseUrl}/generate returned no meta_info.output_token_logprobs`,
-        );
-      }
-      const ids = entries.map((e) => e[1]);
-      if (Array.isArray(res.output_ids) && res.output_ids.join() !== ids.join()) {
-        throw new RolloutError(
-          RolloutErrorCode.ENGINE_BAD_RESPONSE,
-          `rollout: ${client.baseUrl}/generate returned output_ids that differ from its logprob token ids`,
-        );
-      }
-      const type = res.meta_info?.finish_reason?.type;
-      if (type === 'abort') {
-        throw new RolloutError(
-          RolloutErrorCode.ENGINE_FAILED,
-          `rollout: ${client.baseUrl} aborted the request: ${res.meta_info?.finish_reason?.message ?? ''}`,
-        );
-      }
-      return {
-        tokenIds: ids,
-        logprobs: entries.map((e) => e[0]),
-        finishReason: type === 'length' ? 'length' : 'stop',
-        policyVersion: served,
-      };
     },
     // SGLang's radix cache keeps earlier turns by prefix; there is nothing per trajectory to free.
     async release() {},
     async load(): Promise<EngineLoad> {
-      if (capacity === undefined) {
-        const info = await client.get<{ max_total_num_tokens?: number }>('/get_server_info');
-        capacity = typeof info.max_total_num_tokens === 'number' ? info.max_total_num_tokens : null;
-      }
-      const load = await client.get<SglangLoad>('/get_load');
-      if (!Array.isArray(load)) {
-        return { kvCapacityTokens: capacity, kvUsage: null, running: load.load ?? null, waiting: null };
-      }
-      const sum = (k: 'num_reqs' | 'num_waiting_reqs' | 'num_tokens') =>
-        load.reduce((a, r) => a + (r[k] ?? 0), 0);
-      return {
-        kvCapacityTokens: capacity,
-        kvUsage: capacity ? sum('num_tokens') / capacity : null,
-        running: sum('num_reqs'),
-        waiting: sum('num_waiting_reqs'),
-      };
+      if (capacity === undefined) capacity = await readSglangCapacity(client);
+      return readSglangLoad(client, capacity);
     },
     async updateWeights(update: WeightUpdate) {
-      if (update.kind !== 'disk') {
-        throw new RolloutError(
-          RolloutErrorCode.UNSUPPORTED,
-          'rollout: an SGLang server takes new weights from disk; save a safetensors checkpoint and pass { kind: "disk", path }',
-        );
-      }
       const next = update.version ?? version + 1;
-      let res: { success?: boolean; message?: string };
-      try {
-        res = await client.post<{ success?: boolean; message?: string }>('/update_weights_from_disk', {
-          model_path: update.path,
-          weight_version: String(next),
-        });
-      } catch (err) {
-        // SGLang answers a failed load with 400 and { success: false, message }.
-        const m = err instanceof RolloutError ? /answered 400: (.*)$/s.exec(err.message) : null;
-        const body = m ? (safeJson(m[1]!) as { message?: string } | null) : null;
-        if (body?.message !== undefined) res = { success: false, message: body.message };
-        else throw err;
-      }
-      if (res.success === false) {
-        throw new RolloutError(
-          RolloutErrorCode.ENGINE_FAILED,
-          `rollout: ${client.baseUrl} refused the weights at ${update.path}: ${res.message ?? 'no reason given'}`,
-        );
-      }
+      await updateSglangWeights(client, update, next);
       version = next;
     },
     async flushCache() {
@@ -196,12 +102,4 @@ export function createSglangAdapter(options: RemoteAdapterOptions): SglangAdapte
     abort,
     close: () => client.close(),
   };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
 }
