@@ -1,5 +1,5 @@
 import { createRng, requestSeed, sampleToken } from '@agentrl/engine';
-import { isAgentrlError } from '@agentrl/protocol';
+import { isAgentrlError, type SamplingParams } from '@agentrl/protocol';
 import {
   type EngineAdapter,
   type EngineLoad,
@@ -11,6 +11,7 @@ import {
 import type * as ort from 'onnxruntime-node';
 import { OnnxError, OnnxErrorCode } from './errors.js';
 import type { DecoderShape } from './export-decoder.js';
+import { emptyKvCache, extendKvCache, type KvCache } from './kv-session.js';
 
 export interface OnnxAdapterOptions {
   /** `onnxruntime-node` itself (passed in so that the native binding loads only when used). */
@@ -31,11 +32,6 @@ export interface OnnxAdapterOptions {
   name?: string;
 }
 
-interface Cache {
-  tokens: number[];
-  past: Record<string, ort.Tensor>;
-}
-
 /**
  * ONNX Runtime as an engine (CPU, or the WebGPU backend the package bundles): one KV cache (the
  * `present.*` outputs fed back as `past_key_values.*`) per trajectory, so later turns prefill only
@@ -46,46 +42,9 @@ native generator keys it. Requests run one at a time per cacheId and interleave 
 export function createOnnxAdapter(options: OnnxAdapterOptions): EngineAdapter {
   const { ort: rt, shape } = options;
   let session = options.session;
-  const caches = new Map<string, Cache>();
+  const caches = new Map<string, KvCache>();
   let running = 0;
-
-  const emptyPast = (): Record<string, ort.Tensor> => {
-    const past: Record<string, ort.Tensor> = {};
-    for (let l = 0; l < shape.layers; l++) {
-      for (const kind of ['key', 'value']) {
-        past[`past_key_values.${l}.${kind}`] = new rt.Tensor('float32', new Float32Array(0), [
-          1,
-          shape.kvHeads,
-          0,
-          shape.headDim,
-        ]);
-      }
-    }
-    return past;
-  };
-
-  /** Feeds `tokens` after what the cache holds; returns the logits of the last one. */
-  const extend = async (cache: Cache, tokens: number[]): Promise<Float32Array> => {
-    const start = cache.tokens.length;
-    const n = tokens.length;
-    const out = await session.run({
-      input_ids: new rt.Tensor('int64', BigInt64Array.from(tokens, BigInt), [1, n]),
-      attention_mask: new rt.Tensor('int64', new BigInt64Array(start + n).fill(1n), [1, start + n]),
-      position_ids: new rt.Tensor(
-        'int64',
-        BigInt64Array.from(tokens, (_, i) => BigInt(start + i)),
-        [1, n],
-      ),
-      ...cache.past,
-    });
-    for (let l = 0; l < shape.layers; l++) {
-      cache.past[`past_key_values.${l}.key`] = out[`present.${l}.key`]!;
-      cache.past[`past_key_values.${l}.value`] = out[`present.${l}.value`]!;
-    }
-    cache.tokens.push(...tokens);
-    const logits = out.logits!.data as Float32Array;
-    return logits.subarray((n - 1) * shape.vocab, n * shape.vocab);
-  };
+  const extend = (cache: KvCache, tokens: number[]) => extendKvCache(rt, session, shape, cache, tokens);
 
   return {
     name: options.name ?? 'onnxruntime',
@@ -105,29 +64,19 @@ export function createOnnxAdapter(options: OnnxAdapterOptions): EngineAdapter {
           cache.tokens.length < tokenIds.length &&
           cache.tokens.every((t, i) => t === tokenIds[i]);
         if (!cache || !extendsCache) {
-          cache = { tokens: [], past: emptyPast() };
+          cache = emptyKvCache(rt, shape);
           caches.set(cacheId, cache);
         }
         const random = createRng(params.seed ?? requestSeed(options.seed ?? 0, cacheId, tokenIds.length));
-        let logits = await extend(cache, tokenIds.slice(cache.tokens.length));
-        const out: GenerateResult = { tokenIds: [], logprobs: [], finishReason: 'length' };
-        for (;;) {
-          if (signal?.aborted)
-            throw new RolloutError(RolloutErrorCode.ABORTED, 'rollout: the request was cancelled');
-          const { token, logprob } = sampleToken(logits, params, random);
-          out.tokenIds.push(token);
-          out.logprobs.push(logprob);
-          const stopString =
-            params.stopStrings.length > 0 &&
-            params.stopStrings.some((s) => options.decode!(out.tokenIds).includes(s));
-          if (params.stopTokenIds.includes(token) || stopString) {
-            out.finishReason = 'stop';
-            break;
-          }
-          if (out.tokenIds.length >= params.maxNewTokens) break;
-          logits = await extend(cache, [token]);
-        }
-        return out;
+        const logits = await extend(cache, tokenIds.slice(cache.tokens.length));
+        return await sampleTurn(
+          logits,
+          params,
+          random,
+          (token) => extend(cache, [token]),
+          options.decode,
+          signal,
+        );
       } catch (err) {
         if (isAgentrlError(err)) throw err;
         caches.delete(cacheId);
@@ -161,4 +110,36 @@ export function createOnnxAdapter(options: OnnxAdapterOptions): EngineAdapter {
       await session.release();
     },
   };
+}
+
+/**
+ * Samples one turn from the logits after the prompt: a token at a time, each fed back through
+ * `next`, until a stop token, a stop string (decoded with `decode`) or `maxNewTokens`.
+ */
+async function sampleTurn(
+  first: Float32Array,
+  params: SamplingParams,
+  random: () => number,
+  next: (token: number) => Promise<Float32Array>,
+  decode: ((ids: readonly number[]) => string) | undefined,
+  signal: AbortSignal | undefined,
+): Promise<GenerateResult> {
+  let logits = first;
+  const out: GenerateResult = { tokenIds: [], logprobs: [], finishReason: 'length' };
+  for (;;) {
+    if (signal?.aborted)
+      throw new RolloutError(RolloutErrorCode.ABORTED, 'rollout: the request was cancelled');
+    const { token, logprob } = sampleToken(logits, params, random);
+    out.tokenIds.push(token);
+    out.logprobs.push(logprob);
+    const stopString =
+      params.stopStrings.length > 0 && params.stopStrings.some((s) => decode!(out.tokenIds).includes(s));
+    if (params.stopTokenIds.includes(token) || stopString) {
+      out.finishReason = 'stop';
+      break;
+    }
+    if (out.tokenIds.length >= params.maxNewTokens) break;
+    logits = await next(token);
+  }
+  return out;
 }
