@@ -26,35 +26,14 @@ export function createKvAwareScheduler<E>(
   engines: readonly ScheduledEngine<E>[],
   options: KvAwareSchedulerOptions = {},
 ): Scheduler<E> {
-  if (engines.length === 0) {
-    throw new SchedulerError(
-      SchedulerErrorCode.INVALID_CONFIG,
-      'scheduler: the scheduler needs at least one engine',
-    );
-  }
-  const overcommit = options.overcommit ?? 1;
-  if (!(overcommit >= 1) || !Number.isFinite(overcommit)) {
-    throw new SchedulerError(
-      SchedulerErrorCode.INVALID_CONFIG,
-      `scheduler: overcommit must be a finite number >= 1, got ${overcommit}; use 1 to never overflow an engine's KV cache`,
-    );
-  }
+  const overcommit = checkOptions(engines, options.overcommit ?? 1);
   /** Reservable tokens per engine: the reported capacity × overcommit. */
   const capacity = engines.map((e) => e.capacityTokens * overcommit);
   const reserved = engines.map(() => 0);
   const active = engines.map(() => 0);
   const queue: Waiter[] = [];
 
-  /** The engine with the most free tokens (ties: fewest trajectories, then lowest index). */
-  const best = (): number => {
-    let pick = 0;
-    for (let i = 1; i < capacity.length; i++) {
-      const free = capacity[i]! - reserved[i]!;
-      const bestFree = capacity[pick]! - reserved[pick]!;
-      if (free > bestFree || (free === bestFree && active[i]! < active[pick]!)) pick = i;
-    }
-    return pick;
-  };
+  const best = () => mostFree(capacity, reserved, active);
 
   const lease = (index: number, tokens: number): SchedulerLease<E> => {
     reserved[index]! += tokens;
@@ -103,24 +82,7 @@ export function createKvAwareScheduler<E>(
       if (queue.length === 0 && capacity[index]! - reserved[index]! >= tokens) {
         return Promise.resolve(lease(index, tokens));
       }
-      return new Promise<SchedulerLease<E>>((resolve, reject) => {
-        const onAbort = () => {
-          const at = queue.indexOf(waiter);
-          if (at >= 0) queue.splice(at, 1);
-          reject(abortError());
-          drain();
-        };
-        const waiter: Waiter = {
-          tokens,
-          grant: (i) => {
-            signal?.removeEventListener('abort', onAbort);
-            resolve(lease(i, tokens));
-          },
-          reject,
-        };
-        signal?.addEventListener('abort', onAbort, { once: true });
-        queue.push(waiter);
-      });
+      return waitInQueue(queue, tokens, signal, (i) => lease(i, tokens), drain);
     },
     setCapacity(engineIndex, capacityTokens) {
       if (!(engineIndex in capacity)) {
@@ -129,18 +91,7 @@ export function createKvAwareScheduler<E>(
       capacity[engineIndex] = capacityTokens * overcommit;
       drain();
       // A shrink can leave waiters that can never fit anywhere: fail them instead of hanging.
-      const most = maxCapacity();
-      for (let i = queue.length - 1; i >= 0; i--) {
-        if (queue[i]!.tokens > most) {
-          const [w] = queue.splice(i, 1);
-          w!.reject(
-            new SchedulerError(
-              SchedulerErrorCode.NO_CAPACITY,
-              `scheduler: no engine can hold ${w!.tokens} KV tokens any more`,
-            ),
-          );
-        }
-      }
+      rejectUnfittable(queue, maxCapacity());
     },
     snapshot: (): SchedulerSnapshot => ({
       capacity: capacity.map((c) => c / overcommit),
@@ -153,4 +104,78 @@ export function createKvAwareScheduler<E>(
 
 function abortError(): SchedulerError {
   return new SchedulerError(SchedulerErrorCode.ABORTED, 'scheduler: the wait for an engine was cancelled');
+}
+
+function checkOptions<E>(engines: readonly ScheduledEngine<E>[], overcommit: number): number {
+  if (engines.length === 0) {
+    throw new SchedulerError(
+      SchedulerErrorCode.INVALID_CONFIG,
+      'scheduler: the scheduler needs at least one engine',
+    );
+  }
+  if (!(overcommit >= 1) || !Number.isFinite(overcommit)) {
+    throw new SchedulerError(
+      SchedulerErrorCode.INVALID_CONFIG,
+      `scheduler: overcommit must be a finite number >= 1, got ${overcommit}; use 1 to never overflow an engine's KV cache`,
+    );
+  }
+  return overcommit;
+}
+
+/** The engine with the most free tokens (ties: fewest trajectories, then lowest index). */
+function mostFree(
+  capacity: readonly number[],
+  reserved: readonly number[],
+  active: readonly number[],
+): number {
+  let pick = 0;
+  for (let i = 1; i < capacity.length; i++) {
+    const free = capacity[i]! - reserved[i]!;
+    const bestFree = capacity[pick]! - reserved[pick]!;
+    if (free > bestFree || (free === bestFree && active[i]! < active[pick]!)) pick = i;
+  }
+  return pick;
+}
+
+/** Queues an acquisition until `drain` grants it an engine, or `signal` cancels it. */
+function waitInQueue<L>(
+  queue: Waiter[],
+  tokens: number,
+  signal: AbortSignal | undefined,
+  lease: (index: number) => L,
+  drain: () => void,
+): Promise<L> {
+  return new Promise<L>((resolve, reject) => {
+    const onAbort = () => {
+      const at = queue.indexOf(waiter);
+      if (at >= 0) queue.splice(at, 1);
+      reject(abortError());
+      drain();
+    };
+    const waiter: Waiter = {
+      tokens,
+      grant: (i) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(lease(i));
+      },
+      reject,
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    queue.push(waiter);
+  });
+}
+
+/** Rejects the waiters that ask for more than `most` tokens, the largest engine's capacity. */
+function rejectUnfittable(queue: Waiter[], most: number): void {
+  for (let i = queue.length - 1; i >= 0; i--) {
+    if (queue[i]!.tokens > most) {
+      const [w] = queue.splice(i, 1);
+      w!.reject(
+        new SchedulerError(
+          SchedulerErrorCode.NO_CAPACITY,
+          `scheduler: no engine can hold ${w!.tokens} KV tokens any more`,
+        ),
+      );
+    }
+  }
 }
