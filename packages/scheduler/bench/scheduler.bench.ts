@@ -2,7 +2,7 @@
  * Scheduler benchmark in simulated time: the real KV-aware and static schedulers place one RL
  * step's trajectories on 8, 16 and 64 simulated engines. Prints makespan and GPU idle time of each
  * policy as ratios against the static split of the same run (same workload draws), medians over
- * seeds, and writes the headline figures to <repo>/bench-results/rollout.json.
+ * seeds, and writes the headline figures to <repo>/bench-results/scheduler.json.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -109,5 +109,5 @@ for (const regime of REGIMES) {
 console.log(`\n(${((performance.now() - started) / 1000).toFixed(1)} s of wall time)`);
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 mkdirSync(resolve(root, 'bench-results'), { recursive: true });
-writeFileSync(resolve(root, 'bench-results/rollout.json'), `${JSON.stringify(json, null, 2)}\n`);
-console.log('wrote bench-results/rollout.json');
+writeFileSync(resolve(root, 'bench-results/scheduler.json'), `${JSON.stringify(json, null, 2)}\n`);
+console.log('wrote bench-results/scheduler.json');
