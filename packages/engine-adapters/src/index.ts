@@ -4,7 +4,6 @@ export {
   type RemoteEngine,
   syncEngineWeights,
 } from './connect-engines.js';
-export { EngineAdapterError, EngineAdapterErrorCode } from './errors.js';
 export { createJsonClient, type JsonClient, type JsonClientOptions } from './http/json-client.js';
 export { metricSum, type PromSample, parsePrometheus } from './http/prometheus.js';
 export { type RetryOptions, withRetry } from './http/retry.js';

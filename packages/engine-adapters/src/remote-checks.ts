@@ -1,5 +1,4 @@
 import { RolloutError, RolloutErrorCode, type RolloutTokenizer } from '@agentrl/rollout';
-import { EngineAdapterError, EngineAdapterErrorCode } from './errors.js';
 import type { JsonClient } from './http/json-client.js';
 
 /** `/v1/models` (OpenAI shape; vLLM and SGLang both serve it). */
@@ -33,15 +32,15 @@ export async function resolveServedModel(client: JsonClient, given?: string): Pr
   const ids = (list.data ?? []).map((m) => m.id).filter((x): x is string => typeof x === 'string');
   if (given !== undefined) {
     if (ids.length > 0 && !ids.includes(given))
-      throw new EngineAdapterError(
-        EngineAdapterErrorCode.INVALID_CONFIG,
+      throw new RolloutError(
+        RolloutErrorCode.INVALID_CONFIG,
         `rollout: ${client.baseUrl} does not serve model "${given}"; it serves ${ids.map((i) => `"${i}"`).join(', ')} (its --served-model-name); pass one of those as the engine model`,
       );
     return given;
   }
   if (ids.length === 1) return ids[0]!;
-  throw new EngineAdapterError(
-    EngineAdapterErrorCode.INVALID_CONFIG,
+  throw new RolloutError(
+    RolloutErrorCode.INVALID_CONFIG,
     ids.length === 0
       ? `rollout: ${client.baseUrl}/v1/models lists no model; pass the served model name explicitly`
       : `rollout: ${client.baseUrl} serves ${ids.length} models (${ids.join(', ')}); pass the one to use as the engine model`,
@@ -81,16 +80,16 @@ export async function checkTokenizerAgreement(
   if (remote) {
     const at = firstDifference(local, remote);
     if (at >= 0)
-      throw new EngineAdapterError(
-        EngineAdapterErrorCode.INVALID_CONFIG,
+      throw new RolloutError(
+        RolloutErrorCode.INVALID_CONFIG,
         `rollout: ${client.baseUrl} tokenizes differently from the local tokenizer (first difference at token ${at}: server ${remote[at] ?? 'none'}, local ${local[at] ?? 'none'}); serve the same checkpoint directory (its tokenizer.json) that the trainer loads`,
       );
     return 'tokenize';
   }
   const sample = await fallback();
   if (sample && tokenizer.decode([sample.id]) !== sample.text)
-    throw new EngineAdapterError(
-      EngineAdapterErrorCode.INVALID_CONFIG,
+    throw new RolloutError(
+      RolloutErrorCode.INVALID_CONFIG,
       `rollout: ${client.baseUrl} generated token ${sample.id} as ${JSON.stringify(sample.text)}, the local tokenizer decodes it as ${JSON.stringify(tokenizer.decode([sample.id]))}; serve the same checkpoint directory (its tokenizer.json) that the trainer loads`,
     );
   return 'generate';

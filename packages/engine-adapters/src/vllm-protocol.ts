@@ -1,11 +1,6 @@
 import type { SamplingParams } from '@agentrl/protocol';
-import {
-  type EngineLoad,
-  type GenerateResult,
-  RolloutError,
-  RolloutErrorCode,
-  type WeightUpdate,
-} from '@agentrl/rollout';
+import type { EngineLoad, GenerateResult, WeightUpdate } from '@agentrl/rollout';
+import { RolloutError, RolloutErrorCode } from '@agentrl/rollout';
 import type { JsonClient } from './http/json-client.js';
 import { metricSum, parsePrometheus } from './http/prometheus.js';
 

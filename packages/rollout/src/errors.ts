@@ -4,7 +4,8 @@ import { AgentrlError, defineErrorCodes, type ErrorCodeOf } from '@agentrl/proto
  * Every way the agent loop can fail, and the failures every EngineAdapter reports: adapters in any
  * package (@agentrl/engine-adapters, @agentrl/onnx) throw a RolloutError with an ENGINE_* code,
  * ABORTED or UNSUPPORTED, so that the loop tells an engine failure from a bug without knowing the
- * adapter. Callers branch on `code`, never on the message.
+ * adapter (@agentrl/engine-adapters raises only these, INVALID_CONFIG included, and has no error
+ * class of its own). Callers branch on `code`, never on the message.
  */
 export const RolloutErrorCode = defineErrorCodes('ROLLOUT', {
   ENGINE_UNREACHABLE: 'the engine could not be reached (connection refused, DNS, reset before a reply)',
@@ -13,7 +14,8 @@ export const RolloutErrorCode = defineErrorCodes('ROLLOUT', {
   ENGINE_BAD_RESPONSE: "the engine's reply was cut off or was not the documented shape",
   ENGINE_FAILED: 'the engine failed in-process (native error) or aborted the request itself',
   ABORTED: 'the request was cancelled by the caller',
-  INVALID_CONFIG: 'a configuration value or argument is invalid (e.g. two tools with one name)',
+  INVALID_CONFIG:
+    'a configuration value or argument is invalid (two tools with one name; a remote engine that does not serve the model or tokenizes differently)',
   TEMPLATE_ERROR: 'the chat template could not be rendered or does not show where turns begin and end',
   UNSUPPORTED: 'an operation the adapter does not support (e.g. that kind of weight update)',
 });

@@ -1,5 +1,5 @@
-export { type AgentLoopContext, runTrajectory, type TrajectoryJob, turnStops } from './agent-loop.js';
 export { CHATML_TEMPLATE, CHATML_TOOLS_TEMPLATE } from '@agentrl/engine';
+export { type AgentLoopContext, runTrajectory, type TrajectoryJob, turnStops } from './agent-loop.js';
 export {
   type ChatFormat,
   type ChatFormatOptions,
