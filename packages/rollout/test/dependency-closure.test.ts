@@ -59,3 +59,14 @@ describe('the dependency closure of @agentrl/rollout', () => {
     expect(onnx.has('@agentrl/rollout')).toBe(true);
   });
 });
+
+describe('the packages built on the agent loop', () => {
+  const siblings = ['@agentrl/engine-adapters', '@agentrl/scheduler', '@agentrl/onnx'];
+
+  it.each(siblings)('%s depends on the loop and on none of its siblings', (name) => {
+    const closure = runtimeClosure(resolve(here, '../..', name.replace('@agentrl/', '')));
+    expect(closure.has('@agentrl/rollout')).toBe(true);
+    for (const other of siblings) if (other !== name) expect(closure.has(other), other).toBe(false);
+    if (name !== '@agentrl/onnx') expect([...closure].filter((n) => /onnx/i.test(n))).toEqual([]);
+  });
+});
