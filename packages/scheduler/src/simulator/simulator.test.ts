@@ -1,3 +1,4 @@
+import { Rng } from '@agentrl/protocol';
 import { describe, expect, it } from 'vitest';
 import { createSimClock } from './sim-clock.js';
 import { createSimEngine } from './sim-engine.js';
@@ -63,5 +64,15 @@ describe('simulateStep', () => {
     expect(a.preemptions).toBeGreaterThan(0);
     expect(b.idleFraction).toBeGreaterThanOrEqual(0);
     expect(b.idleFraction).toBeLessThan(1);
+  });
+});
+
+describe('generateWorkload', () => {
+  it("draws from protocol's one seeded Rng, on the stream named by the seed and 'workload'", () => {
+    const config = { ...DEFAULT_WORKLOAD, trajectories: 3, seed: 42 };
+    const rng = Rng.derive(42, 'workload');
+    const first = generateWorkload(config)[0]!;
+    expect(first.promptTokens).toBe(rng.int(config.promptTokens[0], config.promptTokens[1]));
+    expect(generateWorkload(config)).toEqual(generateWorkload(config));
   });
 });
