@@ -1,21 +1,25 @@
 // pnpm --filter @agentrl/engine bench (also alone: npx vitest run --config bench/vitest.config.ts
 // bench/decode.bench-run.ts): decode and prefill of the 100M Llama-shaped model on 2 threads, with
-// batch invariance on and off in the same run, the weight bytes read per second against the
-// machine's copy bandwidth, and the sampler over a 151,936-token vocabulary before/after.
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
-import { dirname, resolve } from 'node:path';
+// batch invariance on and off and llama.cpp on the same weights (exported to GGUF; when
+// AGENTRL_LLAMA_CPP names a node-llama-cpp install, see llama-cpp.ts) in the same run, the weight
+// bytes read per second against the machine's copy bandwidth, and the sampler over a 151,936-token
+// vocabulary before/after.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { it } from 'vitest';
+import { exportGguf } from '../src/export/gguf.js';
 import { createModel, type Model } from '../src/model.js';
 import { engineBinding, setEngineThreads } from '../src/native.js';
 import { createRng, sampleToken } from '../src/sampling.js';
 import { sampleTokenReference } from '../src/sampling-reference.js';
 import { decodeRun, LLAMA_100M } from './decode-run.js';
+import { LLAMA_CPP_SETTINGS, type LlamaCppRun, openLlamaCpp } from './llama-cpp.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const now = () => performance.now() / 1000;
+type Run = Awaited<ReturnType<typeof decodeRun>>;
 
 /** Bytes of weights one decode step reads: every matrix once, lm_head included (tied: the embedding). */
 function weightBytesPerStep(model: Model): number {
@@ -23,42 +27,6 @@ function weightBytesPerStep(model: Model): number {
   const perLayer =
     2 * s.hidden * s.heads * s.headDim + 2 * s.hidden * s.kvHeads * s.headDim + 3 * s.hidden * s.intermediate;
   return 4 * (s.layers * perLayer + s.vocab * s.hidden);
-}
-
-/**
- * llama.cpp beside the engine when AGENTRL_LLAMA_CPP names llama-bench and AGENTRL_LLAMA_GGUF an
- * fp32 GGUF of the same 100M shape: its batch-1 decode (tg) and prefill (pp) tokens/s on 2 threads
- * with an fp32 KV cache, from `llama-bench -o json` (fields n_prompt, n_gen, avg_ts).
- */
-function llamaCpp(newTokens: number): { decode_tokens_per_s: number; prefill_tokens_per_s: number } | null {
-  const bin = process.env.AGENTRL_LLAMA_CPP;
-  const gguf = process.env.AGENTRL_LLAMA_GGUF;
-  if (!bin || !gguf) return null;
-  const args = [
-    '-m',
-    gguf,
-    '-t',
-    '2',
-    '-p',
-    '32',
-    '-n',
-    String(newTokens),
-    '-ctk',
-    'f32',
-    '-ctv',
-    'f32',
-    '-r',
-    '3',
-    '-o',
-    'json',
-  ];
-  const r = spawnSync(bin, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
-  if (r.status !== 0)
-    throw new Error(`llama-bench ${args.join(' ')} failed (${r.status}): ${r.stderr.slice(-500)}`);
-  const rows = JSON.parse(r.stdout) as Array<{ n_prompt: number; n_gen: number; avg_ts: number }>;
-  const tg = rows.find((x) => x.n_gen > 0 && x.n_prompt === 0);
-  const pp = rows.find((x) => x.n_prompt > 0 && x.n_gen === 0);
-  return { decode_tokens_per_s: tg?.avg_ts ?? Number.NaN, prefill_tokens_per_s: pp?.avg_ts ?? Number.NaN };
 }
 
 it('decode benchmark', async () => {
@@ -70,53 +38,79 @@ it('decode benchmark', async () => {
   const load = loadavg()[0] ?? 0;
   const results: Record<string, unknown> = {};
 
-  // --- decode / prefill, invariant vs default, interleaved rounds (the machine is shared) ---------
-  const model = createModel(LLAMA_100M, { seed: 3 });
+  // --- decode / prefill: engine invariant, engine default, llama.cpp, interleaved rounds ------------
+  // (the machine is shared: each round measures every contender back to back, medians are quoted)
+  const model = createModel(LLAMA_100M, { seed: 3, training: false });
   const bytes = weightBytesPerStep(model);
-  const copies: number[] = [];
-  const rounds = quick ? 1 : 3;
-  const newTokens = quick ? 4 : 16;
-  for (const batch of [1, 8]) {
-    const runs: Record<'invariant' | 'default', Array<Awaited<ReturnType<typeof decodeRun>>>> = {
-      invariant: [],
-      default: [],
+  const gguf = join(tmpdir(), `agentrl-bench-100m-${process.pid}.gguf`);
+  exportGguf(model, gguf, { name: 'agentrl-100m-bench' });
+  const peer = await openLlamaCpp(gguf);
+  if (peer.llama) {
+    results.llama_cpp = {
+      release: peer.version,
+      via: 'node-llama-cpp (prebuilt CPU binary)',
+      ...LLAMA_CPP_SETTINGS,
     };
-    await decodeRun(model, batch, 2, true); // packs the panel copy once (weights version 0)
-    for (let r = 0; r < rounds; r++) {
-      copies.push(native.copyGBps(256, 3).gbps);
-      runs.invariant.push(await decodeRun(model, batch, newTokens, true));
-      runs.default.push(await decodeRun(model, batch, newTokens, false));
+    console.log(`llama.cpp ${peer.version} via node-llama-cpp: ${JSON.stringify(LLAMA_CPP_SETTINGS)}`);
+  } else console.log(`llama.cpp: not run (${peer.reason})`);
+  const copies: number[] = [];
+  const rounds = quick ? 1 : Number(process.env.ENGINE_BENCH_ROUNDS ?? 5);
+  const newTokens = quick ? 4 : 16;
+  // ENGINE_BENCH_DEFAULT=0 leaves out the batch-dependent path (~10x slower here) while iterating.
+  const modes =
+    process.env.ENGINE_BENCH_DEFAULT === '0' ? (['invariant'] as const) : (['invariant', 'default'] as const);
+  try {
+    for (const batch of [1, 8]) {
+      const runs = { invariant: [] as Run[], default: [] as Run[], llama_cpp: [] as LlamaCppRun[] };
+      await decodeRun(model, batch, 2, true); // packs the panel copy once (weights version 0)
+      await peer.llama?.decode(batch, 2, model.shape.vocab);
+      for (let r = 0; r < rounds; r++) {
+        copies.push(native.copyGBps(256, 3).gbps);
+        for (const mode of modes)
+          runs[mode].push(await decodeRun(model, batch, newTokens, mode === 'invariant'));
+        if (peer.llama) runs.llama_cpp.push(await peer.llama.decode(batch, newTokens, model.shape.vocab));
+      }
+      for (const mode of [...modes, 'llama_cpp'] as const) {
+        if (runs[mode].length === 0) continue;
+        const tps = median(runs[mode].map((x) => x.decodeTokensPerS));
+        const pre = median(runs[mode].map((x) => x.prefillTokensPerS));
+        const gbps = ((tps / batch) * bytes) / 1e9;
+        results[`decode_100M_batch${batch}_${mode}`] = {
+          decode_tokens_per_s: tps,
+          prefill_tokens_per_s: pre,
+          weight_gb_per_s: gbps,
+          decode_tokens_per_s_runs: runs[mode].map((x) => x.decodeTokensPerS),
+        };
+        console.log(
+          `100M batch ${batch} ${mode.padEnd(9)}: decode ${tps.toFixed(1)} tokens/s (${gbps.toFixed(1)} GB/s of weights), prefill ${pre.toFixed(0)} tokens/s`,
+        );
+      }
+      const fig = (mode: string) =>
+        results[`decode_100M_batch${batch}_${mode}`] as
+          | { decode_tokens_per_s: number; prefill_tokens_per_s: number }
+          | undefined;
+      const inv = fig('invariant');
+      const def = fig('default');
+      const llama = fig('llama_cpp');
+      if (inv && def) {
+        console.log(
+          `  batch invariance costs ${(100 * (1 - inv.decode_tokens_per_s / def.decode_tokens_per_s)).toFixed(0)}% of decode throughput at batch ${batch} (negative: it is faster)`,
+        );
+      }
+      if (inv && llama) {
+        const ratio = {
+          decode: inv.decode_tokens_per_s / llama.decode_tokens_per_s,
+          prefill: inv.prefill_tokens_per_s / llama.prefill_tokens_per_s,
+        };
+        results[`engine_vs_llama_cpp_batch${batch}`] = ratio;
+        console.log(
+          `  engine (invariant) / llama.cpp at batch ${batch}: decode ${ratio.decode.toFixed(2)}x, prefill ${ratio.prefill.toFixed(2)}x`,
+        );
+      }
     }
-    for (const mode of ['invariant', 'default'] as const) {
-      const tps = median(runs[mode].map((x) => x.decodeTokensPerS));
-      const pre = median(runs[mode].map((x) => x.prefillTokensPerS));
-      const gbps = ((tps / batch) * bytes) / 1e9;
-      results[`decode_100M_batch${batch}_${mode}`] = {
-        decode_tokens_per_s: tps,
-        prefill_tokens_per_s: pre,
-        weight_gb_per_s: gbps,
-      };
-      console.log(
-        `100M batch ${batch} ${mode.padEnd(9)}: decode ${tps.toFixed(1)} tokens/s (${gbps.toFixed(1)} GB/s of weights), prefill ${pre.toFixed(0)} tokens/s`,
-      );
-    }
-    const inv = results[`decode_100M_batch${batch}_invariant`] as { decode_tokens_per_s: number };
-    const def = results[`decode_100M_batch${batch}_default`] as { decode_tokens_per_s: number };
-    console.log(
-      `  batch invariance costs ${(100 * (1 - inv.decode_tokens_per_s / def.decode_tokens_per_s)).toFixed(0)}% of decode throughput at batch ${batch} (negative: it is faster)`,
-    );
-  }
-  const llama = llamaCpp(newTokens);
-  if (llama) {
-    results.llama_cpp_100M_batch1 = llama;
-    const ours = results.decode_100M_batch1_invariant as { decode_tokens_per_s: number };
-    console.log(
-      `llama.cpp batch 1: decode ${llama.decode_tokens_per_s.toFixed(1)} tokens/s (engine, invariant: ${(ours.decode_tokens_per_s / llama.decode_tokens_per_s).toFixed(2)}x), prefill ${llama.prefill_tokens_per_s.toFixed(0)} tokens/s`,
-    );
-  } else {
-    console.log(
-      'llama.cpp: not run (set AGENTRL_LLAMA_CPP=path/to/llama-bench and AGENTRL_LLAMA_GGUF=an fp32 GGUF of this shape)',
-    );
+  } finally {
+    await peer.llama?.dispose();
+    rmSync(gguf, { force: true });
   }
   const copy = Math.max(...copies);
   console.log(
@@ -161,6 +155,7 @@ it('decode benchmark', async () => {
     machine: `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}`,
     date: new Date().toISOString(),
     load_average_1m_at_start: load,
+    load_average_1m_at_end: loadavg()[0] ?? 0,
     threads,
     copy_gbps_best: copy,
     copy_gbps_median: median(copies),

@@ -59,9 +59,11 @@ constexpr int kVecs = kPanelWidth / kLanes;  // vectors per panel row
 static_assert(kPanelWidth % kLanes == 0, "a panel row is whole vectors");
 
 // C[0:R, 0:NP*16] (ldc) (+)= A[0:R, 0:k] times NP consecutive panels. C has whole panels of room.
+// `ahead` (optional): a panel to prefetch one cache line of per k, so the memory stream of the
+// next panels runs while this one is computed from cache.
 template <int R, int NP>
 void Block(int k, const float* a, int lda, const float* panel, size_t panel_stride, bool accumulate, float* c,
-           int ldc) {
+           int ldc, const float* ahead = nullptr) {
   for (int k0 = 0; k0 < k; k0 += kPanelKc) {
     const int kc = std::min(kPanelKc, k - k0);
     Vec acc[R][NP][kVecs];
@@ -70,7 +72,9 @@ void Block(int k, const float* a, int lda, const float* panel, size_t panel_stri
         for (int v = 0; v < kVecs; ++v) acc[r][q][v] = Zero();
     const float* b = panel + static_cast<size_t>(k0) * kPanelWidth;
     const float* ak = a + k0;
+    const float* pf = ahead ? ahead + static_cast<size_t>(k0) * kPanelWidth : nullptr;
     for (int kk = 0; kk < kc; ++kk) {
+      if (pf) __builtin_prefetch(pf + kk * kPanelWidth, 0, 3);
       Vec bv[NP][kVecs];
       for (int q = 0; q < NP; ++q)
         for (int v = 0; v < kVecs; ++v) bv[q][v] = Load(b + q * panel_stride + kk * kPanelWidth + v * kLanes);
@@ -93,9 +97,11 @@ void Block(int k, const float* a, int lda, const float* panel, size_t panel_stri
 }
 
 template <int R, int NP>
-void Rows(int k, const float* a, int lda, const float* panels, int p, bool accumulate, float* c, int ldc) {
+void Rows(int k, const float* a, int lda, const float* panels, int p, bool accumulate, float* c, int ldc,
+          int prefetch_panel = -1) {
   const size_t stride = static_cast<size_t>(k) * kPanelWidth;
-  Block<R, NP>(k, a, lda, panels + p * stride, stride, accumulate, c + p * kPanelWidth, ldc);
+  Block<R, NP>(k, a, lda, panels + p * stride, stride, accumulate, c + p * kPanelWidth, ldc,
+               prefetch_panel >= 0 ? panels + prefetch_panel * stride : nullptr);
 }
 
 // One panel whose last columns lie past n: computed into a padded tile, valid columns copied out.
@@ -124,30 +130,77 @@ void PartialPanel(int m, int n, int k, const float* a, int lda, const float* pan
   }
 }
 
-// Whole panels [p0, p1) for m <= 64 rows: panels outer (a panel group stays in cache over the rows).
+// Rows [i, m) of one group of G consecutive panels starting at p, the rows that do not fill a
+// 6-row block: the kernel that keeps the most FMA chains in flight for that many rows (the panels
+// are in L2 from the 6-row blocks before them, so reading them again costs no memory traffic).
+template <int G>
+void LeftoverRows(int rows, int k, const float* a, int lda, const float* panels, int p, bool accumulate, float* c,
+                  int ldc) {
+  for (int q = 0; q < G;) {
+    switch (rows) {
+      case 1:
+        if (q + 4 <= G) {
+          Rows<1, 4>(k, a, lda, panels, p + q, accumulate, c, ldc);
+          q += 4;
+          continue;
+        }
+        Rows<1, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
+        break;
+      case 2:
+        if (q + 2 <= G) {
+          Rows<2, 2>(k, a, lda, panels, p + q, accumulate, c, ldc);
+          q += 2;
+          continue;
+        }
+        Rows<2, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
+        break;
+      case 3:
+        Rows<3, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
+        break;
+      case 4:
+        if (q + 2 <= G) {
+          Rows<2, 2>(k, a, lda, panels, p + q, accumulate, c, ldc);
+          Rows<2, 2>(k, a + 2 * static_cast<size_t>(lda), lda, panels, p + q, accumulate, c + 2 * static_cast<size_t>(ldc),
+                     ldc);
+          q += 2;
+          continue;
+        }
+        Rows<4, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
+        break;
+      case 5:
+        Rows<5, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
+        break;
+      default:
+        break;
+    }
+    ++q;
+  }
+}
+
+// Whole panels [p0, p1) for m <= 64 rows: groups of 4 panels outer (they stay in L2 over the rows,
+// so each weight is read from memory once per call), 6-row blocks of 12 AVX2 accumulators (6
+// AVX-512 ones, the most that stay in registers) inner, then the leftover rows on the same group.
 void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, bool accumulate,
                     float* c, int ldc) {
-  const int np = m == 1 ? 4 : m == 2 ? 2 : 1;
+  constexpr int kGroup = 4;
+  const int full = m / 6 * 6;
+  const float* al = a + static_cast<size_t>(full) * lda;
+  float* cl = c + static_cast<size_t>(full) * ldc;
   int p = p0;
-  for (; np > 1 && p + np <= p1; p += np) {
-    if (np == 4) Rows<1, 4>(k, a, lda, panels, p, accumulate, c, ldc);
-    else Rows<2, 2>(k, a, lda, panels, p, accumulate, c, ldc);
+  for (; p + kGroup <= p1; p += kGroup) {
+    for (int q = 0; q < kGroup; ++q) {
+      // The first row block of each panel prefetches the same panel of the next group (see Block).
+      const int ahead = p + q + kGroup < p1 ? p + q + kGroup : -1;
+      for (int i = 0; i < full; i += 6)
+        Rows<6, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p + q, accumulate, c + static_cast<size_t>(i) * ldc,
+                   ldc, i == 0 ? ahead : -1);
+    }
+    LeftoverRows<kGroup>(m - full, k, al, lda, panels, p, accumulate, cl, ldc);
   }
   for (; p < p1; ++p) {
-    int i = 0;
-    // 6 rows x 16 columns: 12 AVX2 accumulators (6 AVX-512 ones), the most that stay in registers.
-    for (; i + 6 <= m; i += 6)
+    for (int i = 0; i < full; i += 6)
       Rows<6, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p, accumulate, c + static_cast<size_t>(i) * ldc, ldc);
-    for (; i + 4 <= m; i += 4)
-      Rows<4, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p, accumulate, c + static_cast<size_t>(i) * ldc, ldc);
-    const float* ai = a + static_cast<size_t>(i) * lda;
-    float* ci = c + static_cast<size_t>(i) * ldc;
-    switch (m - i) {
-      case 3: Rows<3, 1>(k, ai, lda, panels, p, accumulate, ci, ldc); break;
-      case 2: Rows<2, 1>(k, ai, lda, panels, p, accumulate, ci, ldc); break;
-      case 1: Rows<1, 1>(k, ai, lda, panels, p, accumulate, ci, ldc); break;
-      default: break;
-    }
+    LeftoverRows<1>(m - full, k, al, lda, panels, p, accumulate, cl, ldc);
   }
 }
 
