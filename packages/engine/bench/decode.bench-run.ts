@@ -61,28 +61,40 @@ it('decode benchmark', async () => {
     process.env.ENGINE_BENCH_DEFAULT === '0' ? (['invariant'] as const) : (['invariant', 'default'] as const);
   try {
     for (const batch of [1, 8]) {
-      const runs = { invariant: [] as Run[], default: [] as Run[], llama_cpp: [] as LlamaCppRun[] };
+      const runs = {
+        invariant: [] as Run[],
+        default: [] as Run[],
+        llama_cpp: [] as LlamaCppRun[],
+        llama_cpp_1_thread: [] as LlamaCppRun[],
+      };
       await decodeRun(model, batch, 2, true); // packs the panel copy once (weights version 0)
       await peer.llama?.decode(batch, 2, model.shape.vocab);
+      await peer.llama?.decode(batch, 2, model.shape.vocab, 1);
       for (let r = 0; r < rounds; r++) {
         copies.push(native.copyGBps(256, 3).gbps);
         for (const mode of modes)
           runs[mode].push(await decodeRun(model, batch, newTokens, mode === 'invariant'));
-        if (peer.llama) runs.llama_cpp.push(await peer.llama.decode(batch, newTokens, model.shape.vocab));
+        if (peer.llama) {
+          runs.llama_cpp.push(await peer.llama.decode(batch, newTokens, model.shape.vocab));
+          // Its best on a loaded machine: one thread never waits at a barrier for a descheduled other.
+          runs.llama_cpp_1_thread.push(await peer.llama.decode(batch, newTokens, model.shape.vocab, 1));
+        }
       }
-      for (const mode of [...modes, 'llama_cpp'] as const) {
+      for (const mode of [...modes, 'llama_cpp', 'llama_cpp_1_thread'] as const) {
         if (runs[mode].length === 0) continue;
         const tps = median(runs[mode].map((x) => x.decodeTokensPerS));
         const pre = median(runs[mode].map((x) => x.prefillTokensPerS));
         const gbps = ((tps / batch) * bytes) / 1e9;
+        const cpuMs = median(runs[mode].map((x) => x.decodeCpuMsPerStep));
         results[`decode_100M_batch${batch}_${mode}`] = {
           decode_tokens_per_s: tps,
+          decode_cpu_ms_per_step: cpuMs,
           prefill_tokens_per_s: pre,
           weight_gb_per_s: gbps,
           decode_tokens_per_s_runs: runs[mode].map((x) => x.decodeTokensPerS),
         };
         console.log(
-          `100M batch ${batch} ${mode.padEnd(9)}: decode ${tps.toFixed(1)} tokens/s (${gbps.toFixed(1)} GB/s of weights), prefill ${pre.toFixed(0)} tokens/s`,
+          `100M batch ${batch} ${mode.padEnd(18)}: decode ${tps.toFixed(1)} tokens/s (${gbps.toFixed(1)} GB/s of weights, ${cpuMs.toFixed(0)} CPU ms per step), prefill ${pre.toFixed(0)} tokens/s`,
         );
       }
       const fig = (mode: string) =>
@@ -92,6 +104,7 @@ it('decode benchmark', async () => {
       const inv = fig('invariant');
       const def = fig('default');
       const llama = fig('llama_cpp');
+      const llama1 = fig('llama_cpp_1_thread');
       if (inv && def) {
         console.log(
           `  batch invariance costs ${(100 * (1 - inv.decode_tokens_per_s / def.decode_tokens_per_s)).toFixed(0)}% of decode throughput at batch ${batch} (negative: it is faster)`,

@@ -33,7 +33,7 @@ interface Llama {
 
 /** The settings llama.cpp runs with on its side, printed and recorded beside its figures. */
 export const LLAMA_CPP_SETTINGS = {
-  threads: Number(process.env.AGENTRL_LLAMA_THREADS ?? 2),
+  threads: 2,
   gpu: false,
   useMmap: false,
   kvCacheType: 'F32',
@@ -44,14 +44,19 @@ export const LLAMA_CPP_SETTINGS = {
 
 export interface LlamaCppRun {
   decodeTokensPerS: number;
+  /** CPU time of the whole process per decode step (all threads, spinning included). */
+  decodeCpuMsPerStep: number;
   prefillTokensPerS: number;
 }
 
 export interface LlamaCpp {
   /** Raw logits [V] after `tokens`, on a fresh sequence. */
   logits(tokens: readonly number[]): Promise<Float32Array>;
-  /** Prefill `batch` prompts of 32 tokens, then `newTokens` greedy tokens each, all sequences per step. */
-  decode(batch: number, newTokens: number, vocab: number): Promise<LlamaCppRun>;
+  /**
+   * Prefill `batch` prompts of 32 tokens, then `newTokens` greedy tokens each, all sequences per
+   * step, on `threads` threads (default LLAMA_CPP_SETTINGS.threads).
+   */
+  decode(batch: number, newTokens: number, vocab: number, threads?: number): Promise<LlamaCppRun>;
   dispose(): Promise<void>;
 }
 
@@ -92,20 +97,21 @@ export async function openLlamaCpp(
     progressLogs: false,
   });
   const model = await lib.loadModel({ modelPath: gguf, gpuLayers: 0, useMmap: s.useMmap, useMlock: false });
-  const contexts = new Map<number, Context>();
-  const context = async (sequences: number) => {
-    let ctx = contexts.get(sequences);
+  const contexts = new Map<string, Context>();
+  const context = async (sequences: number, threads: number = s.threads) => {
+    const key = `${sequences}/${threads}`;
+    let ctx = contexts.get(key);
     if (!ctx) {
       ctx = await model.createContext({
         sequences,
         contextSize: 256,
         batchSize: s.batchSize,
-        threads: { ideal: s.threads, min: s.threads },
+        threads: { ideal: threads, min: threads },
         flashAttention: s.flashAttention,
         experimentalKvCacheKeyType: s.kvCacheType,
         experimentalKvCacheValueType: s.kvCacheType,
       });
-      contexts.set(sequences, ctx);
+      contexts.set(key, ctx);
     }
     return ctx;
   };
@@ -126,8 +132,8 @@ export async function openLlamaCpp(
         seq.dispose();
       }
     },
-    async decode(batch, newTokens, vocab) {
-      const ctx = await context(batch);
+    async decode(batch, newTokens, vocab, threads) {
+      const ctx = await context(batch, threads);
       const seqs = Array.from({ length: batch }, () => ctx.getSequence());
       try {
         const greedy = { generateNext: { token: true, options: { temperature: 0 } } };
@@ -141,13 +147,19 @@ export async function openLlamaCpp(
         const prefill = now() - t0;
         let next = first.map((o) => o[31]?.next?.token ?? 0);
         t0 = now();
+        const cpu0 = process.cpuUsage();
         for (let step = 0; step < newTokens; step++) {
           // Evaluated in the same event-loop tick: node-llama-cpp batches them into one llama_decode.
           const outs = await Promise.all(seqs.map((q, i) => q.controlledEvaluate([[next[i] ?? 0, greedy]])));
           next = outs.map((o) => o[0]?.next?.token ?? 0);
         }
         const decode = now() - t0;
-        return { decodeTokensPerS: (batch * newTokens) / decode, prefillTokensPerS: (32 * batch) / prefill };
+        const cpu = process.cpuUsage(cpu0);
+        return {
+          decodeTokensPerS: (batch * newTokens) / decode,
+          decodeCpuMsPerStep: (cpu.user + cpu.system) / 1000 / newTokens,
+          prefillTokensPerS: (32 * batch) / prefill,
+        };
       } finally {
         for (const q of seqs) q.dispose();
       }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/cpu/chunk_pool.h"
 #include "engine/cpu/sgemm.h"
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -180,8 +181,8 @@ void LeftoverRows(int rows, int k, const float* a, int lda, const float* panels,
 // Whole panels [p0, p1) for m <= 64 rows: groups of 4 panels outer (they stay in L2 over the rows,
 // so each weight is read from memory once per call), 6-row blocks of 12 AVX2 accumulators (6
 // AVX-512 ones, the most that stay in registers) inner, then the leftover rows on the same group.
-void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, bool accumulate,
-                    float* c, int ldc) {
+void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, int whole,
+                    bool accumulate, float* c, int ldc) {
   constexpr int kGroup = 4;
   const int full = m / 6 * 6;
   const float* al = a + static_cast<size_t>(full) * lda;
@@ -190,7 +191,7 @@ void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, 
   for (; p + kGroup <= p1; p += kGroup) {
     for (int q = 0; q < kGroup; ++q) {
       // The first row block of each panel prefetches the same panel of the next group (see Block).
-      const int ahead = p + q + kGroup < p1 ? p + q + kGroup : -1;
+      const int ahead = p + q + kGroup < whole ? p + q + kGroup : -1;
       for (int i = 0; i < full; i += 6)
         Rows<6, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p + q, accumulate, c + static_cast<size_t>(i) * ldc,
                    ldc, i == 0 ? ahead : -1);
@@ -205,12 +206,32 @@ void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, 
 }
 
 // Rows in chunks of 64, so the chunk of A (64 x k) stays in L2 while every panel passes over it.
-void PanelRange(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, bool accumulate, float* c,
-                int ldc) {
+// `whole` (the number of whole panels) bounds the prefetch, which may run past p1 into the next range.
+void PanelRange(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, int whole,
+                bool accumulate, float* c, int ldc) {
   for (int i0 = 0; i0 < m; i0 += 64) {
-    PanelRangeRows(std::min(64, m - i0), k, a + static_cast<size_t>(i0) * lda, lda, panels, p0, p1, accumulate,
+    PanelRangeRows(std::min(64, m - i0), k, a + static_cast<size_t>(i0) * lda, lda, panels, p0, p1, whole, accumulate,
                    c + static_cast<size_t>(i0) * ldc, ldc);
   }
+}
+
+// Panels per chunk of a split product: 8 panels of k = 768 are ~400 KB of weights (~20 us of
+// memory stream), two prefetch groups.
+constexpr int kChunkPanels = 8;
+
+struct SplitProduct {
+  int m, n, k, lda, ldc, whole, total;
+  const float *a, *panels;
+  float* c;
+  bool accumulate;
+};
+
+void RunSplitChunk(void* ctx, int chunk) {
+  const SplitProduct& s = *static_cast<const SplitProduct*>(ctx);
+  const int p0 = chunk * kChunkPanels, p1 = std::min(s.whole, p0 + kChunkPanels);
+  if (p0 < p1) PanelRange(s.m, s.k, s.a, s.lda, s.panels, p0, p1, s.whole, s.accumulate, s.c, s.ldc);
+  if (p1 == s.whole && s.whole < s.total)
+    PartialPanel(s.m, s.n, s.k, s.a, s.lda, s.panels, s.whole, s.accumulate, s.c, s.ldc);
 }
 
 // Above this many rows the packed SGEMM (same arithmetic, see panel_gemm.h) amortises its packing,
@@ -256,24 +277,22 @@ void PanelGemm(int m, int n, int k, const float* a, int lda, const float* w, con
   }
   const int whole = n / kPanelWidth;
   const int total = (n + kPanelWidth - 1) / kPanelWidth;
+  int threads = 1;
 #if defined(AGENTRL_HAVE_OPENMP)
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  // The rule of Sgemm: below ~20 MFLOP a parallel region costs more than it saves on a machine whose
-  // other cores are busy (a woken thread may wait a whole time slice for its core).
-  if (threads > 1 && 2.0 * m * n * static_cast<double>(k) > 2e7) {
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = omp_get_thread_num();
-      const int nt = omp_get_num_threads();
-      const int chunk = (whole + nt - 1) / nt;
-      const int p0 = std::min(whole, t * chunk), p1 = std::min(whole, p0 + chunk);
-      if (p0 < p1) PanelRange(m, k, a, lda, panels, p0, p1, accumulate, c, ldc);
-      if (t == nt - 1 && whole < total) PartialPanel(m, n, k, a, lda, panels, whole, accumulate, c, ldc);
-    }
+  threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#endif
+  // Split when the product is long enough to share: a decode product streams its weights once, so
+  // the measure is their size (>= 1 MB, ~50 us of memory stream) as well as its FLOPs. RunChunks
+  // never waits for a helper that is not running (see chunk_pool.h); the result is the same for
+  // any thread count and any split.
+  const double weight_bytes = 4.0 * n * static_cast<double>(k);
+  if (threads > 1 && (weight_bytes >= (1 << 20) || 2.0 * m * n * static_cast<double>(k) > 2e7)) {
+    SplitProduct s{m, n, k, lda, ldc, whole, total, a, panels, c, accumulate};
+    const int chunks = std::max(1, (whole + kChunkPanels - 1) / kChunkPanels);
+    RunChunks(chunks, threads, RunSplitChunk, &s);
     return;
   }
-#endif
-  PanelRange(m, k, a, lda, panels, 0, whole, accumulate, c, ldc);
+  PanelRange(m, k, a, lda, panels, 0, whole, whole, accumulate, c, ldc);
   if (whole < total) PartialPanel(m, n, k, a, lda, panels, whole, accumulate, c, ldc);
 }
 
