@@ -103,21 +103,24 @@ it('decode benchmark', async () => {
           | undefined;
       const inv = fig('invariant');
       const def = fig('default');
-      const llama = fig('llama_cpp');
-      const llama1 = fig('llama_cpp_1_thread');
       if (inv && def) {
         console.log(
           `  batch invariance costs ${(100 * (1 - inv.decode_tokens_per_s / def.decode_tokens_per_s)).toFixed(0)}% of decode throughput at batch ${batch} (negative: it is faster)`,
         );
       }
-      if (inv && llama) {
+      for (const [mode, label] of [
+        ['llama_cpp', 'llama.cpp'],
+        ['llama_cpp_1_thread', 'llama.cpp on 1 thread'],
+      ] as const) {
+        const theirs = fig(mode);
+        if (!inv || !theirs) continue;
         const ratio = {
-          decode: inv.decode_tokens_per_s / llama.decode_tokens_per_s,
-          prefill: inv.prefill_tokens_per_s / llama.prefill_tokens_per_s,
+          decode: inv.decode_tokens_per_s / theirs.decode_tokens_per_s,
+          prefill: inv.prefill_tokens_per_s / theirs.prefill_tokens_per_s,
         };
-        results[`engine_vs_llama_cpp_batch${batch}`] = ratio;
+        results[`engine_vs_${mode}_batch${batch}`] = ratio;
         console.log(
-          `  engine (invariant) / llama.cpp at batch ${batch}: decode ${ratio.decode.toFixed(2)}x, prefill ${ratio.prefill.toFixed(2)}x`,
+          `  engine (invariant) / ${label} at batch ${batch}: decode ${ratio.decode.toFixed(2)}x, prefill ${ratio.prefill.toFixed(2)}x`,
         );
       }
     }

@@ -4,7 +4,9 @@
 // done, so whoever claims a chunk of job g has read job g's fn / ctx.
 #include "engine/cpu/chunk_pool.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -27,6 +29,11 @@ constexpr uint64_t kFieldMask = (uint64_t{1} << kFieldBits) - 1;
 // product every ~0.1 ms, so between them it stays awake without a syscall.
 constexpr int kSpinPauses = 2000;
 
+// A wait this long for a helper's chunk (some 10x a chunk's work) means the helper lost its core.
+constexpr std::chrono::microseconds kStalled{500};
+// Jobs run serially after a stall: from about one decode step's worth up to a few hundred steps.
+constexpr int kMinBackoff = 64, kMaxBackoff = 1 << 15;
+
 constexpr uint64_t Pack(uint64_t gen, uint64_t total, uint64_t next) {
   return (gen << (2 * kFieldBits)) | (total << kFieldBits) | next;
 }
@@ -35,7 +42,8 @@ class Pool {
  public:
   void Run(int chunks, int threads, ChunkFn fn, void* ctx) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-    if (!busy.owns_lock() || static_cast<uint64_t>(chunks) > kFieldMask) {
+    if (!busy.owns_lock() || static_cast<uint64_t>(chunks) > kFieldMask || serial_left_ > 0) {
+      if (busy.owns_lock()) --serial_left_;
       for (int c = 0; c < chunks; ++c) fn(ctx, c);
       return;
     }
@@ -52,7 +60,22 @@ class Pool {
       cv_.notify_all();
     }
     Work(gen_);
-    while (done_.load(std::memory_order_acquire) < chunks) AGENTRL_PAUSE();
+    // Left to wait for: chunks a helper claimed and is running. A long wait means it was descheduled
+    // mid-chunk (the machine's cores are busy): then the next jobs run on this thread alone, for
+    // twice as many jobs after each such wait in a row (results are the same either way).
+    if (done_.load(std::memory_order_acquire) < chunks) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; done_.load(std::memory_order_acquire) < chunks; ++i) {
+        if (i < kSpinPauses) AGENTRL_PAUSE();
+        else std::this_thread::yield();
+      }
+      if (std::chrono::steady_clock::now() - t0 > kStalled) {
+        backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+        serial_left_ = backoff_;
+        return;
+      }
+    }
+    backoff_ = std::max(kMinBackoff, backoff_ / 2);
   }
 
  private:
@@ -103,7 +126,9 @@ class Pool {
   std::atomic<int> done_{0}, sleepers_{0}, active_{0};
   std::atomic<ChunkFn> fn_{nullptr};
   std::atomic<void*> ctx_{nullptr};
-  uint64_t gen_ = 0;  // written by the thread holding busy_ only
+  // Written by the thread holding busy_ only.
+  uint64_t gen_ = 0;
+  int serial_left_ = 0, backoff_ = kMinBackoff / 2;
 };
 
 }  // namespace

@@ -137,44 +137,27 @@ void PartialPanel(int m, int n, int k, const float* a, int lda, const float* pan
 template <int G>
 void LeftoverRows(int rows, int k, const float* a, int lda, const float* panels, int p, bool accumulate, float* c,
                   int ldc) {
-  for (int q = 0; q < G;) {
-    switch (rows) {
-      case 1:
-        if (q + 4 <= G) {
-          Rows<1, 4>(k, a, lda, panels, p + q, accumulate, c, ldc);
-          q += 4;
-          continue;
-        }
-        Rows<1, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
-        break;
-      case 2:
-        if (q + 2 <= G) {
-          Rows<2, 2>(k, a, lda, panels, p + q, accumulate, c, ldc);
-          q += 2;
-          continue;
-        }
-        Rows<2, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
-        break;
-      case 3:
-        Rows<3, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
-        break;
-      case 4:
-        if (q + 2 <= G) {
-          Rows<2, 2>(k, a, lda, panels, p + q, accumulate, c, ldc);
-          Rows<2, 2>(k, a + 2 * static_cast<size_t>(lda), lda, panels, p + q, accumulate, c + 2 * static_cast<size_t>(ldc),
-                     ldc);
-          q += 2;
-          continue;
-        }
-        Rows<4, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
-        break;
-      case 5:
-        Rows<5, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
-        break;
-      default:
-        break;
+  const float* a2 = a + 2 * static_cast<size_t>(lda);
+  float* c2 = c + 2 * static_cast<size_t>(ldc);
+  int q = 0;
+  // 1, 2 and 4 rows take panels four or two at a time (8 chains) while the group has them.
+  if (rows == 1)
+    for (; q + 4 <= G; q += 4) Rows<1, 4>(k, a, lda, panels, p + q, accumulate, c, ldc);
+  if (rows == 2 || rows == 4) {
+    for (; q + 2 <= G; q += 2) {
+      Rows<2, 2>(k, a, lda, panels, p + q, accumulate, c, ldc);
+      if (rows == 4) Rows<2, 2>(k, a2, lda, panels, p + q, accumulate, c2, ldc);
     }
-    ++q;
+  }
+  for (; q < G; ++q) {
+    switch (rows) {
+      case 1: Rows<1, 1>(k, a, lda, panels, p + q, accumulate, c, ldc); break;
+      case 2: Rows<2, 1>(k, a, lda, panels, p + q, accumulate, c, ldc); break;
+      case 3: Rows<3, 1>(k, a, lda, panels, p + q, accumulate, c, ldc); break;
+      case 4: Rows<4, 1>(k, a, lda, panels, p + q, accumulate, c, ldc); break;
+      case 5: Rows<5, 1>(k, a, lda, panels, p + q, accumulate, c, ldc); break;
+      default: break;
+    }
   }
 }
 

@@ -204,25 +204,22 @@ class Bytes {
     this.buf = next;
     this.view = new DataView(next.buffer);
   }
+  private put(n: number, write: (view: DataView, at: number) => void) {
+    this.room(n);
+    write(this.view, this.length);
+    this.length += n;
+  }
   u32(x: number) {
-    this.room(4);
-    this.view.setUint32(this.length, x, true);
-    this.length += 4;
+    this.put(4, (v, at) => v.setUint32(at, x, true));
   }
   i32(x: number) {
-    this.room(4);
-    this.view.setInt32(this.length, x, true);
-    this.length += 4;
+    this.put(4, (v, at) => v.setInt32(at, x, true));
   }
   f32(x: number) {
-    this.room(4);
-    this.view.setFloat32(this.length, x, true);
-    this.length += 4;
+    this.put(4, (v, at) => v.setFloat32(at, x, true));
   }
   u64(x: number) {
-    this.room(8);
-    this.view.setBigUint64(this.length, BigInt(x), true);
-    this.length += 8;
+    this.put(8, (v, at) => v.setBigUint64(at, BigInt(x), true));
   }
   u8(x: number) {
     this.room(1);
