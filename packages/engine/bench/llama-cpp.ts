@@ -68,6 +68,57 @@ export function llamaCppEntry(dir: string | undefined): string | undefined {
   );
 }
 
+/** Raw logits after `tokens` on a fresh sequence of `ctx`. */
+async function logitsAfter(ctx: Context, tokens: readonly number[]): Promise<Float32Array> {
+  const seq = ctx.getSequence();
+  try {
+    const items: EvalItem[] = tokens.map((t, i) =>
+      i === tokens.length - 1 ? [t, { generateNext: { logits: true } }] : t,
+    );
+    const out = await seq.controlledEvaluate(items);
+    const map = out[tokens.length - 1]?.next?.logits;
+    if (!map) throw new Error('llama.cpp returned no logits');
+    const row = new Float32Array(map.size);
+    for (const [tok, v] of map) row[tok] = v;
+    return row;
+  } finally {
+    seq.dispose();
+  }
+}
+
+/** The bench's prompts (as decode-run.ts builds them), prefill, then greedy steps of all sequences at once. */
+async function decodeOn(ctx: Context, batch: number, newTokens: number, vocab: number): Promise<LlamaCppRun> {
+  const seqs = Array.from({ length: batch }, () => ctx.getSequence());
+  try {
+    const greedy = { generateNext: { token: true, options: { temperature: 0 } } };
+    const prompts = seqs.map((_, i) => Array.from({ length: 32 }, (_, t) => (i * 31 + t * 3) % vocab));
+    let t0 = now();
+    const first = await Promise.all(
+      seqs.map((q, i) =>
+        q.controlledEvaluate((prompts[i] ?? []).map((t, j) => (j === 31 ? [t, greedy] : t))),
+      ),
+    );
+    const prefill = now() - t0;
+    let next = first.map((o) => o[31]?.next?.token ?? 0);
+    t0 = now();
+    const cpu0 = process.cpuUsage();
+    for (let step = 0; step < newTokens; step++) {
+      // Evaluated in the same event-loop tick: node-llama-cpp batches them into one llama_decode.
+      const outs = await Promise.all(seqs.map((q, i) => q.controlledEvaluate([[next[i] ?? 0, greedy]])));
+      next = outs.map((o) => o[0]?.next?.token ?? 0);
+    }
+    const decode = now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    return {
+      decodeTokensPerS: (batch * newTokens) / decode,
+      decodeCpuMsPerStep: (cpu.user + cpu.system) / 1000 / newTokens,
+      prefillTokensPerS: (32 * batch) / prefill,
+    };
+  } finally {
+    for (const q of seqs) q.dispose();
+  }
+}
+
 /**
  * Loads `gguf` into llama.cpp (node-llama-cpp from AGENTRL_LLAMA_CPP), or returns null with the
  * reason when the variable is unset or names no install. A binary that fails to load throws.
@@ -116,54 +167,9 @@ export async function openLlamaCpp(
     return ctx;
   };
   const llama: LlamaCpp = {
-    async logits(tokens) {
-      const seq = (await context(1)).getSequence();
-      try {
-        const items: EvalItem[] = tokens.map((t, i) =>
-          i === tokens.length - 1 ? [t, { generateNext: { logits: true } }] : t,
-        );
-        const out = await seq.controlledEvaluate(items);
-        const map = out[tokens.length - 1]?.next?.logits;
-        if (!map) throw new Error('llama.cpp returned no logits');
-        const row = new Float32Array(map.size);
-        for (const [tok, v] of map) row[tok] = v;
-        return row;
-      } finally {
-        seq.dispose();
-      }
-    },
-    async decode(batch, newTokens, vocab, threads) {
-      const ctx = await context(batch, threads);
-      const seqs = Array.from({ length: batch }, () => ctx.getSequence());
-      try {
-        const greedy = { generateNext: { token: true, options: { temperature: 0 } } };
-        const prompts = seqs.map((_, i) => Array.from({ length: 32 }, (_, t) => (i * 31 + t * 3) % vocab));
-        let t0 = now();
-        const first = await Promise.all(
-          seqs.map((q, i) =>
-            q.controlledEvaluate((prompts[i] ?? []).map((t, j) => (j === 31 ? [t, greedy] : t))),
-          ),
-        );
-        const prefill = now() - t0;
-        let next = first.map((o) => o[31]?.next?.token ?? 0);
-        t0 = now();
-        const cpu0 = process.cpuUsage();
-        for (let step = 0; step < newTokens; step++) {
-          // Evaluated in the same event-loop tick: node-llama-cpp batches them into one llama_decode.
-          const outs = await Promise.all(seqs.map((q, i) => q.controlledEvaluate([[next[i] ?? 0, greedy]])));
-          next = outs.map((o) => o[0]?.next?.token ?? 0);
-        }
-        const decode = now() - t0;
-        const cpu = process.cpuUsage(cpu0);
-        return {
-          decodeTokensPerS: (batch * newTokens) / decode,
-          decodeCpuMsPerStep: (cpu.user + cpu.system) / 1000 / newTokens,
-          prefillTokensPerS: (32 * batch) / prefill,
-        };
-      } finally {
-        for (const q of seqs) q.dispose();
-      }
-    },
+    logits: async (tokens) => logitsAfter(await context(1), tokens),
+    decode: async (batch, newTokens, vocab, threads) =>
+      decodeOn(await context(batch, threads), batch, newTokens, vocab),
     async dispose() {
       for (const c of contexts.values()) await c.dispose();
       await model.dispose();

@@ -92,6 +92,21 @@ void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, 
 
 namespace {
 
+// row[j] = exp(row[j] - max(row)) for j < n; returns their sum (and the max in *max_out). The
+// training forward and the cached (decode) attention both call it, so a token's probabilities
+// are the same bits in both.
+inline float ExpShifted(float* row, int n, float* max_out = nullptr) {
+  float mx = -INFINITY;
+  for (int j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+  float sum = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    row[j] = std::exp(row[j] - mx);
+    sum += row[j];
+  }
+  if (max_out) *max_out = mx;
+  return sum;
+}
+
 inline float Dot(const float* a, const float* b, int n) {
   float s = 0.0f;
 #pragma omp simd reduction(+ : s)
@@ -148,13 +163,8 @@ void AttentionForward(const float* q, const float* k, const float* v, float* out
         for (int r = 0; r < rows; ++r) {
           float* row = sc.data() + static_cast<size_t>(r) * cols;
           const int n = i0 + r + 1;
-          float mx = -INFINITY;
-          for (int j = 0; j < n; ++j) mx = std::max(mx, row[j]);
-          float sum = 0.0f;
-          for (int j = 0; j < n; ++j) {
-            row[j] = std::exp(row[j] - mx);
-            sum += row[j];
-          }
+          float mx = 0.0f;
+          const float sum = ExpShifted(row, n, &mx);
           const float inv = 1.0f / sum;
           for (int j = 0; j < n; ++j) row[j] *= inv;
           for (int j = n; j < cols; ++j) row[j] = 0.0f;
@@ -331,14 +341,7 @@ void CachedAttentionChunk(void* ctx, int chunk) {
     float* pr = p.data();
     const float* qi = a.q + static_cast<size_t>(t) * qs + h * d;
     CachedScores(qi, kt, cap, n, d, s.scale, pr);
-    float mx = -INFINITY;
-    for (int j = 0; j < n; ++j) mx = std::max(mx, pr[j]);
-    float sum = 0.0f;
-    for (int j = 0; j < n; ++j) {
-      pr[j] = std::exp(pr[j] - mx);
-      sum += pr[j];
-    }
-    CachedValues(pr, 1.0f / sum, vc + static_cast<size_t>(g) * d, ks, n, d, a.out + static_cast<size_t>(t) * qs + h * d,
+    CachedValues(pr, 1.0f / ExpShifted(pr, n), vc + static_cast<size_t>(g) * d, ks, n, d, a.out + static_cast<size_t>(t) * qs + h * d,
                  acc.data());
   }
 }
