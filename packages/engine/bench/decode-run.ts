@@ -37,6 +37,7 @@ export async function decodeRun(model: Model, batch: number, newTokens: number, 
   );
   const prefill = now() - t0;
   t0 = now();
+  const cpu0 = process.cpuUsage();
   const out = await gen.generate(
     prompts.map((p, i) => ({
       cacheId: `r${i}`,
@@ -45,9 +46,12 @@ export async function decodeRun(model: Model, batch: number, newTokens: number, 
     })),
   );
   const decode = now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   const produced = out.reduce((n, o) => n + o.tokenIds.length, 0);
   return {
     decodeTokensPerS: produced / decode,
+    /** CPU time of the whole process per decode step (all threads): what the step costs, whatever the load. */
+    decodeCpuMsPerStep: (cpu.user + cpu.system) / 1000 / newTokens,
     prefillTokensPerS: (32 * batch) / prefill,
     steps: newTokens,
     decode,

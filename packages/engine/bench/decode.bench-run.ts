@@ -1,21 +1,25 @@
 // pnpm --filter @agentrl/engine bench (also alone: npx vitest run --config bench/vitest.config.ts
 // bench/decode.bench-run.ts): decode and prefill of the 100M Llama-shaped model on 2 threads, with
-// batch invariance on and off in the same run, the weight bytes read per second against the
-// machine's copy bandwidth, and the sampler over a 151,936-token vocabulary before/after.
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
-import { dirname, resolve } from 'node:path';
+// batch invariance on and off and llama.cpp on the same weights (exported to GGUF; when
+// AGENTRL_LLAMA_CPP names a node-llama-cpp install, see llama-cpp.ts) in the same run, the weight
+// bytes read per second against the machine's copy bandwidth, and the sampler over a 151,936-token
+// vocabulary before/after.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { it } from 'vitest';
+import { exportGguf } from '../src/export/gguf.js';
 import { createModel, type Model } from '../src/model.js';
 import { engineBinding, setEngineThreads } from '../src/native.js';
 import { createRng, sampleToken } from '../src/sampling.js';
 import { sampleTokenReference } from '../src/sampling-reference.js';
 import { decodeRun, LLAMA_100M } from './decode-run.js';
+import { LLAMA_CPP_SETTINGS, type LlamaCppRun, openLlamaCpp } from './llama-cpp.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const now = () => performance.now() / 1000;
+type Run = Awaited<ReturnType<typeof decodeRun>>;
 
 /** Bytes of weights one decode step reads: every matrix once, lm_head included (tied: the embedding). */
 function weightBytesPerStep(model: Model): number {
@@ -25,105 +29,91 @@ function weightBytesPerStep(model: Model): number {
   return 4 * (s.layers * perLayer + s.vocab * s.hidden);
 }
 
-/**
- * llama.cpp beside the engine when AGENTRL_LLAMA_CPP names llama-bench and AGENTRL_LLAMA_GGUF an
- * fp32 GGUF of the same 100M shape: its batch-1 decode (tg) and prefill (pp) tokens/s on 2 threads
- * with an fp32 KV cache, from `llama-bench -o json` (fields n_prompt, n_gen, avg_ts).
- */
-function llamaCpp(newTokens: number): { decode_tokens_per_s: number; prefill_tokens_per_s: number } | null {
-  const bin = process.env.AGENTRL_LLAMA_CPP;
-  const gguf = process.env.AGENTRL_LLAMA_GGUF;
-  if (!bin || !gguf) return null;
-  const args = [
-    '-m',
-    gguf,
-    '-t',
-    '2',
-    '-p',
-    '32',
-    '-n',
-    String(newTokens),
-    '-ctk',
-    'f32',
-    '-ctv',
-    'f32',
-    '-r',
-    '3',
-    '-o',
-    'json',
-  ];
-  const r = spawnSync(bin, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
-  if (r.status !== 0)
-    throw new Error(`llama-bench ${args.join(' ')} failed (${r.status}): ${r.stderr.slice(-500)}`);
-  const rows = JSON.parse(r.stdout) as Array<{ n_prompt: number; n_gen: number; avg_ts: number }>;
-  const tg = rows.find((x) => x.n_gen > 0 && x.n_prompt === 0);
-  const pp = rows.find((x) => x.n_prompt > 0 && x.n_gen === 0);
-  return { decode_tokens_per_s: tg?.avg_ts ?? Number.NaN, prefill_tokens_per_s: pp?.avg_ts ?? Number.NaN };
-}
+type Peer = Awaited<ReturnType<typeof openLlamaCpp>>;
+type Contender = 'invariant' | 'default' | 'llama_cpp' | 'llama_cpp_1_thread';
+type Runs = Record<Contender, Array<Run | LlamaCppRun>>;
 
-it('decode benchmark', async () => {
-  const quick = process.env.ENGINE_BENCH_QUICK === '1';
+/** Rounds of every contender back to back at one batch size (the machine is shared). */
+async function decodeRounds(
+  model: Model,
+  peer: Peer,
+  batch: number,
+  opts: { rounds: number; newTokens: number; modes: readonly ('invariant' | 'default')[]; copies: number[] },
+): Promise<Runs> {
   const native = engineBinding() as ReturnType<typeof engineBinding> & {
     copyGBps(mb: number, reps: number): { gbps: number; threads: number };
   };
-  const threads = setEngineThreads(2);
-  const load = loadavg()[0] ?? 0;
-  const results: Record<string, unknown> = {};
+  const runs: Runs = { invariant: [], default: [], llama_cpp: [], llama_cpp_1_thread: [] };
+  const vocab = model.shape.vocab;
+  await decodeRun(model, batch, 2, true); // packs the panel copy once (weights version 0)
+  await peer.llama?.decode(batch, 2, vocab);
+  await peer.llama?.decode(batch, 2, vocab, 1);
+  for (let r = 0; r < opts.rounds; r++) {
+    opts.copies.push(native.copyGBps(256, 3).gbps);
+    for (const mode of opts.modes)
+      runs[mode].push(await decodeRun(model, batch, opts.newTokens, mode === 'invariant'));
+    if (peer.llama) {
+      runs.llama_cpp.push(await peer.llama.decode(batch, opts.newTokens, vocab));
+      // Its best on a loaded machine: one thread never waits at a barrier for a descheduled other.
+      runs.llama_cpp_1_thread.push(await peer.llama.decode(batch, opts.newTokens, vocab, 1));
+    }
+  }
+  return runs;
+}
 
-  // --- decode / prefill, invariant vs default, interleaved rounds (the machine is shared) ---------
-  const model = createModel(LLAMA_100M, { seed: 3 });
-  const bytes = weightBytesPerStep(model);
-  const copies: number[] = [];
-  const rounds = quick ? 1 : 3;
-  const newTokens = quick ? 4 : 16;
-  for (const batch of [1, 8]) {
-    const runs: Record<'invariant' | 'default', Array<Awaited<ReturnType<typeof decodeRun>>>> = {
-      invariant: [],
-      default: [],
+interface Figure {
+  decode_tokens_per_s: number;
+  decode_cpu_ms_per_step: number;
+  prefill_tokens_per_s: number;
+  weight_gb_per_s: number;
+  decode_tokens_per_s_runs: number[];
+}
+
+/** Medians of each contender at one batch size, the cost of invariance and the engine / llama.cpp ratios. */
+function summarise(batch: number, runs: Runs, bytes: number, results: Record<string, unknown>): void {
+  const figs = new Map<Contender, Figure>();
+  for (const [mode, xs] of Object.entries(runs) as [Contender, Runs[Contender]][]) {
+    if (xs.length === 0) continue;
+    const tps = median(xs.map((x) => x.decodeTokensPerS));
+    const fig: Figure = {
+      decode_tokens_per_s: tps,
+      decode_cpu_ms_per_step: median(xs.map((x) => x.decodeCpuMsPerStep)),
+      prefill_tokens_per_s: median(xs.map((x) => x.prefillTokensPerS)),
+      weight_gb_per_s: ((tps / batch) * bytes) / 1e9,
+      decode_tokens_per_s_runs: xs.map((x) => x.decodeTokensPerS),
     };
-    await decodeRun(model, batch, 2, true); // packs the panel copy once (weights version 0)
-    for (let r = 0; r < rounds; r++) {
-      copies.push(native.copyGBps(256, 3).gbps);
-      runs.invariant.push(await decodeRun(model, batch, newTokens, true));
-      runs.default.push(await decodeRun(model, batch, newTokens, false));
-    }
-    for (const mode of ['invariant', 'default'] as const) {
-      const tps = median(runs[mode].map((x) => x.decodeTokensPerS));
-      const pre = median(runs[mode].map((x) => x.prefillTokensPerS));
-      const gbps = ((tps / batch) * bytes) / 1e9;
-      results[`decode_100M_batch${batch}_${mode}`] = {
-        decode_tokens_per_s: tps,
-        prefill_tokens_per_s: pre,
-        weight_gb_per_s: gbps,
-      };
-      console.log(
-        `100M batch ${batch} ${mode.padEnd(9)}: decode ${tps.toFixed(1)} tokens/s (${gbps.toFixed(1)} GB/s of weights), prefill ${pre.toFixed(0)} tokens/s`,
-      );
-    }
-    const inv = results[`decode_100M_batch${batch}_invariant`] as { decode_tokens_per_s: number };
-    const def = results[`decode_100M_batch${batch}_default`] as { decode_tokens_per_s: number };
+    figs.set(mode, fig);
+    results[`decode_100M_batch${batch}_${mode}`] = fig;
+    console.log(
+      `100M batch ${batch} ${mode.padEnd(18)}: decode ${tps.toFixed(1)} tokens/s (${fig.weight_gb_per_s.toFixed(1)} GB/s of weights, ${fig.decode_cpu_ms_per_step.toFixed(0)} CPU ms per step), prefill ${fig.prefill_tokens_per_s.toFixed(0)} tokens/s`,
+    );
+  }
+  const inv = figs.get('invariant');
+  const def = figs.get('default');
+  if (inv && def) {
     console.log(
       `  batch invariance costs ${(100 * (1 - inv.decode_tokens_per_s / def.decode_tokens_per_s)).toFixed(0)}% of decode throughput at batch ${batch} (negative: it is faster)`,
     );
   }
-  const llama = llamaCpp(newTokens);
-  if (llama) {
-    results.llama_cpp_100M_batch1 = llama;
-    const ours = results.decode_100M_batch1_invariant as { decode_tokens_per_s: number };
+  for (const [mode, label] of [
+    ['llama_cpp', 'llama.cpp'],
+    ['llama_cpp_1_thread', 'llama.cpp on 1 thread'],
+  ] as const) {
+    const theirs = figs.get(mode);
+    if (!inv || !theirs) continue;
+    const ratio = {
+      decode: inv.decode_tokens_per_s / theirs.decode_tokens_per_s,
+      prefill: inv.prefill_tokens_per_s / theirs.prefill_tokens_per_s,
+    };
+    results[`engine_vs_${mode}_batch${batch}`] = ratio;
     console.log(
-      `llama.cpp batch 1: decode ${llama.decode_tokens_per_s.toFixed(1)} tokens/s (engine, invariant: ${(ours.decode_tokens_per_s / llama.decode_tokens_per_s).toFixed(2)}x), prefill ${llama.prefill_tokens_per_s.toFixed(0)} tokens/s`,
-    );
-  } else {
-    console.log(
-      'llama.cpp: not run (set AGENTRL_LLAMA_CPP=path/to/llama-bench and AGENTRL_LLAMA_GGUF=an fp32 GGUF of this shape)',
+      `  engine (invariant) / ${label} at batch ${batch}: decode ${ratio.decode.toFixed(2)}x, prefill ${ratio.prefill.toFixed(2)}x`,
     );
   }
-  const copy = Math.max(...copies);
-  console.log(
-    `copy bandwidth (read + write, ${threads} threads): best ${copy.toFixed(1)} GB/s, median ${median(copies).toFixed(1)} of ${copies.length}; decode reads ${(bytes / 1e6).toFixed(0)} MB of weights per step`,
-  );
+}
 
-  // --- the sampler over a Qwen-sized vocabulary: full sort (before) vs kept prefix (after) ------------
+/** The sampler over a Qwen-sized vocabulary: full sort (before) vs kept prefix (after). */
+function benchSampling(quick: boolean): Record<string, { reference_ms: number; fast_ms: number }> {
   const V = 151_936;
   const rng = createRng(1);
   const rows = Array.from({ length: quick ? 2 : 6 }, (_, r) =>
@@ -157,10 +147,58 @@ it('decode benchmark', async () => {
     );
   }
 
+  return sampling;
+}
+
+it('decode benchmark', async () => {
+  const quick = process.env.ENGINE_BENCH_QUICK === '1';
+  const threads = setEngineThreads(2);
+  const load = loadavg()[0] ?? 0;
+  const results: Record<string, unknown> = {};
+
+  // --- decode / prefill: engine invariant, engine default, llama.cpp on the same weights ----------
+  const model = createModel(LLAMA_100M, { seed: 3, training: false });
+  const bytes = weightBytesPerStep(model);
+  const gguf = join(tmpdir(), `agentrl-bench-100m-${process.pid}.gguf`);
+  exportGguf(model, gguf, { name: 'agentrl-100m-bench' });
+  const peer = await openLlamaCpp(gguf);
+  if (peer.llama) {
+    results.llama_cpp = {
+      release: peer.version,
+      via: 'node-llama-cpp (prebuilt CPU binary)',
+      ...LLAMA_CPP_SETTINGS,
+    };
+    console.log(`llama.cpp ${peer.version} via node-llama-cpp: ${JSON.stringify(LLAMA_CPP_SETTINGS)}`);
+  } else console.log(`llama.cpp: not run (${peer.reason})`);
+  const copies: number[] = [];
+  const opts = {
+    rounds: quick ? 1 : Number(process.env.ENGINE_BENCH_ROUNDS ?? 5),
+    newTokens: quick ? 4 : 16,
+    // ENGINE_BENCH_DEFAULT=0 leaves out the batch-dependent path (~10x slower here) while iterating.
+    modes:
+      process.env.ENGINE_BENCH_DEFAULT === '0'
+        ? (['invariant'] as const)
+        : (['invariant', 'default'] as const),
+    copies,
+  };
+  try {
+    for (const batch of [1, 8])
+      summarise(batch, await decodeRounds(model, peer, batch, opts), bytes, results);
+  } finally {
+    await peer.llama?.dispose();
+    rmSync(gguf, { force: true });
+  }
+  const copy = Math.max(...copies);
+  console.log(
+    `copy bandwidth (read + write, ${threads} threads): best ${copy.toFixed(1)} GB/s, median ${median(copies).toFixed(1)} of ${copies.length}; decode reads ${(bytes / 1e6).toFixed(0)} MB of weights per step`,
+  );
+  const sampling = benchSampling(quick);
+
   const summary = {
     machine: `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}`,
     date: new Date().toISOString(),
     load_average_1m_at_start: load,
+    load_average_1m_at_end: loadavg()[0] ?? 0,
     threads,
     copy_gbps_best: copy,
     copy_gbps_median: median(copies),

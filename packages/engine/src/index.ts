@@ -40,6 +40,8 @@ export {
   sampleOnDevice,
 } from './device.js';
 export { EngineError, EngineErrorCode } from './errors.js';
+export { type ExportGgufOptions, exportGguf, ggufContents, writeGguf } from './export/gguf.js';
+export { type GgufFile, readGguf } from './export/gguf-reader.js';
 export {
   createGenerator,
   type GenerateRequest,

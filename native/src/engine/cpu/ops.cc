@@ -6,6 +6,7 @@
 #endif
 #include "engine/cpu/ops.h"
 
+#include "engine/cpu/chunk_pool.h"
 #include "engine/cpu/sgemm.h"
 
 #include <algorithm>
@@ -15,6 +16,9 @@
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
+#endif
+#if defined(AGENTRL_HAVE_OPENMP)
+#include <omp.h>
 #endif
 
 namespace agentrl::engine::cpu {
@@ -88,6 +92,21 @@ void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, 
 
 namespace {
 
+// row[j] = exp(row[j] - max(row)) for j < n; returns their sum (and the max in *max_out). The
+// training forward and the cached (decode) attention both call it, so a token's probabilities
+// are the same bits in both.
+inline float ExpShifted(float* row, int n, float* max_out = nullptr) {
+  float mx = -INFINITY;
+  for (int j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+  float sum = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    row[j] = std::exp(row[j] - mx);
+    sum += row[j];
+  }
+  if (max_out) *max_out = mx;
+  return sum;
+}
+
 inline float Dot(const float* a, const float* b, int n) {
   float s = 0.0f;
 #pragma omp simd reduction(+ : s)
@@ -144,13 +163,8 @@ void AttentionForward(const float* q, const float* k, const float* v, float* out
         for (int r = 0; r < rows; ++r) {
           float* row = sc.data() + static_cast<size_t>(r) * cols;
           const int n = i0 + r + 1;
-          float mx = -INFINITY;
-          for (int j = 0; j < n; ++j) mx = std::max(mx, row[j]);
-          float sum = 0.0f;
-          for (int j = 0; j < n; ++j) {
-            row[j] = std::exp(row[j] - mx);
-            sum += row[j];
-          }
+          float mx = 0.0f;
+          const float sum = ExpShifted(row, n, &mx);
           const float inv = 1.0f / sum;
           for (int j = 0; j < n; ++j) row[j] *= inv;
           for (int j = n; j < cols; ++j) row[j] = 0.0f;
@@ -294,41 +308,60 @@ void CachedValues(float* p, float inv, const float* v, int ks, int n, int d, flo
 
 }  // namespace
 
+namespace {
+
+struct CachedAttention {
+  const float* q;
+  float* out;
+  const int32_t *seq_of, *pos;
+  const float* const* k_cache_t;
+  const int32_t* cache_cap;
+  const float* const* v_cache;
+  AttnShape s;
+  int tasks, per_chunk;
+};
+
+// Tasks (token, head) [chunk * per_chunk, ...): each task's arithmetic is its own, whoever runs it.
+void CachedAttentionChunk(void* ctx, int chunk) {
+  const CachedAttention& a = *static_cast<const CachedAttention*>(ctx);
+  const AttnShape& s = a.s;
+  const int d = s.head_dim, qs = s.heads * d, ks = s.kv_heads * d, group = s.heads / s.kv_heads;
+  thread_local std::vector<float> p, acc;
+  if (static_cast<int>(acc.size()) < d) acc.resize(d);
+  const int end = std::min(a.tasks, (chunk + 1) * a.per_chunk);
+  for (int task = chunk * a.per_chunk; task < end; ++task) {
+    const int t = task / s.heads;
+    const int h = task % s.heads;
+    const int g = h / group;
+    const int n = a.pos[t] + 1;
+    const size_t cap = static_cast<size_t>(a.cache_cap[a.seq_of[t]]);
+    const float* kt = a.k_cache_t[a.seq_of[t]] + static_cast<size_t>(g) * d * cap;
+    const float* vc = a.v_cache[a.seq_of[t]];
+    if (static_cast<int>(p.size()) < n) p.resize(n);
+    float* pr = p.data();
+    const float* qi = a.q + static_cast<size_t>(t) * qs + h * d;
+    CachedScores(qi, kt, cap, n, d, s.scale, pr);
+    CachedValues(pr, 1.0f / ExpShifted(pr, n), vc + static_cast<size_t>(g) * d, ks, n, d, a.out + static_cast<size_t>(t) * qs + h * d,
+                 acc.data());
+  }
+}
+
+}  // namespace
+
 void AttentionCached(const float* q, float* out, const int32_t* seq_of, const int32_t* pos, int total,
                      const float* const* k_cache_t, const int32_t* cache_cap, const float* const* v_cache,
                      const AttnShape& s) {
-  const int d = s.head_dim;
-  const int qs = s.heads * d;
-  const int ks = s.kv_heads * d;
-  const int group = s.heads / s.kv_heads;
   const int tasks = total * s.heads;
-#pragma omp parallel if (static_cast<double>(tasks) * (pos[total - 1] + 1) * d > 2e5)
-  {
-    std::vector<float> p, acc(static_cast<size_t>(d));
-#pragma omp for schedule(dynamic, 4)
-    for (int task = 0; task < tasks; ++task) {
-      const int t = task / s.heads;
-      const int h = task % s.heads;
-      const int g = h / group;
-      const int n = pos[t] + 1;
-      const size_t cap = static_cast<size_t>(cache_cap[seq_of[t]]);
-      const float* kt = k_cache_t[seq_of[t]] + static_cast<size_t>(g) * d * cap;
-      const float* vc = v_cache[seq_of[t]];
-      if (static_cast<int>(p.size()) < n) p.resize(n);
-      float* pr = p.data();
-      const float* qi = q + static_cast<size_t>(t) * qs + h * d;
-      CachedScores(qi, kt, cap, n, d, s.scale, pr);
-      float mx = -INFINITY;
-      for (int j = 0; j < n; ++j) mx = std::max(mx, pr[j]);
-      float sum = 0.0f;
-      for (int j = 0; j < n; ++j) {
-        pr[j] = std::exp(pr[j] - mx);
-        sum += pr[j];
-      }
-      CachedValues(pr, 1.0f / sum, vc + static_cast<size_t>(g) * d, ks, n, d, out + static_cast<size_t>(t) * qs + h * d,
-                   acc.data());
-    }
-  }
+  int threads = 1;
+#if defined(AGENTRL_HAVE_OPENMP)
+  threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#endif
+  // Split (on the chunk pool, which never waits for a helper that is not running) only when the
+  // scores and values are worth it: a short-context decode step's attention is a few microseconds.
+  const bool split = threads > 1 && static_cast<double>(tasks) * (pos[total - 1] + 1) * s.head_dim > 2e5;
+  const int chunks = split ? std::min(tasks, 8 * threads) : 1;
+  CachedAttention a{q, out, seq_of, pos, k_cache_t, cache_cap, v_cache, s, tasks, (tasks + chunks - 1) / chunks};
+  RunChunks(chunks, threads, CachedAttentionChunk, &a);
 }
 
 }  // namespace agentrl::engine::cpu

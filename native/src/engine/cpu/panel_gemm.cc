@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/cpu/chunk_pool.h"
 #include "engine/cpu/sgemm.h"
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -59,9 +60,11 @@ constexpr int kVecs = kPanelWidth / kLanes;  // vectors per panel row
 static_assert(kPanelWidth % kLanes == 0, "a panel row is whole vectors");
 
 // C[0:R, 0:NP*16] (ldc) (+)= A[0:R, 0:k] times NP consecutive panels. C has whole panels of room.
+// `ahead` (optional): a panel to prefetch one cache line of per k, so the memory stream of the
+// next panels runs while this one is computed from cache.
 template <int R, int NP>
 void Block(int k, const float* a, int lda, const float* panel, size_t panel_stride, bool accumulate, float* c,
-           int ldc) {
+           int ldc, const float* ahead = nullptr) {
   for (int k0 = 0; k0 < k; k0 += kPanelKc) {
     const int kc = std::min(kPanelKc, k - k0);
     Vec acc[R][NP][kVecs];
@@ -70,7 +73,9 @@ void Block(int k, const float* a, int lda, const float* panel, size_t panel_stri
         for (int v = 0; v < kVecs; ++v) acc[r][q][v] = Zero();
     const float* b = panel + static_cast<size_t>(k0) * kPanelWidth;
     const float* ak = a + k0;
+    const float* pf = ahead ? ahead + static_cast<size_t>(k0) * kPanelWidth : nullptr;
     for (int kk = 0; kk < kc; ++kk) {
+      if (pf) __builtin_prefetch(pf + kk * kPanelWidth, 0, 3);
       Vec bv[NP][kVecs];
       for (int q = 0; q < NP; ++q)
         for (int v = 0; v < kVecs; ++v) bv[q][v] = Load(b + q * panel_stride + kk * kPanelWidth + v * kLanes);
@@ -93,9 +98,11 @@ void Block(int k, const float* a, int lda, const float* panel, size_t panel_stri
 }
 
 template <int R, int NP>
-void Rows(int k, const float* a, int lda, const float* panels, int p, bool accumulate, float* c, int ldc) {
+void Rows(int k, const float* a, int lda, const float* panels, int p, bool accumulate, float* c, int ldc,
+          int prefetch_panel = -1) {
   const size_t stride = static_cast<size_t>(k) * kPanelWidth;
-  Block<R, NP>(k, a, lda, panels + p * stride, stride, accumulate, c + p * kPanelWidth, ldc);
+  Block<R, NP>(k, a, lda, panels + p * stride, stride, accumulate, c + p * kPanelWidth, ldc,
+               prefetch_panel >= 0 ? panels + prefetch_panel * stride : nullptr);
 }
 
 // One panel whose last columns lie past n: computed into a padded tile, valid columns copied out.
@@ -124,40 +131,90 @@ void PartialPanel(int m, int n, int k, const float* a, int lda, const float* pan
   }
 }
 
-// Whole panels [p0, p1) for m <= 64 rows: panels outer (a panel group stays in cache over the rows).
-void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, bool accumulate,
-                    float* c, int ldc) {
-  const int np = m == 1 ? 4 : m == 2 ? 2 : 1;
-  int p = p0;
-  for (; np > 1 && p + np <= p1; p += np) {
-    if (np == 4) Rows<1, 4>(k, a, lda, panels, p, accumulate, c, ldc);
-    else Rows<2, 2>(k, a, lda, panels, p, accumulate, c, ldc);
+// Rows [i, m) of one group of G consecutive panels starting at p, the rows that do not fill a
+// 6-row block: the kernel that keeps the most FMA chains in flight for that many rows (the panels
+// are in L2 from the 6-row blocks before them, so reading them again costs no memory traffic).
+template <int G>
+void LeftoverRows(int rows, int k, const float* a, int lda, const float* panels, int p, bool accumulate, float* c,
+                  int ldc) {
+  const float* a2 = a + 2 * static_cast<size_t>(lda);
+  float* c2 = c + 2 * static_cast<size_t>(ldc);
+  int q = 0;
+  // 1, 2 and 4 rows take panels four or two at a time (8 chains) while the group has them.
+  if (rows == 1)
+    for (; q + 4 <= G; q += 4) Rows<1, 4>(k, a, lda, panels, p + q, accumulate, c, ldc);
+  if (rows == 2 || rows == 4) {
+    for (; q + 2 <= G; q += 2) {
+      Rows<2, 2>(k, a, lda, panels, p + q, accumulate, c, ldc);
+      if (rows == 4) Rows<2, 2>(k, a2, lda, panels, p + q, accumulate, c2, ldc);
+    }
   }
-  for (; p < p1; ++p) {
-    int i = 0;
-    // 6 rows x 16 columns: 12 AVX2 accumulators (6 AVX-512 ones), the most that stay in registers.
-    for (; i + 6 <= m; i += 6)
-      Rows<6, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p, accumulate, c + static_cast<size_t>(i) * ldc, ldc);
-    for (; i + 4 <= m; i += 4)
-      Rows<4, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p, accumulate, c + static_cast<size_t>(i) * ldc, ldc);
-    const float* ai = a + static_cast<size_t>(i) * lda;
-    float* ci = c + static_cast<size_t>(i) * ldc;
-    switch (m - i) {
-      case 3: Rows<3, 1>(k, ai, lda, panels, p, accumulate, ci, ldc); break;
-      case 2: Rows<2, 1>(k, ai, lda, panels, p, accumulate, ci, ldc); break;
-      case 1: Rows<1, 1>(k, ai, lda, panels, p, accumulate, ci, ldc); break;
+  for (; q < G; ++q) {
+    switch (rows) {
+      case 1: Rows<1, 1>(k, a, lda, panels, p + q, accumulate, c, ldc); break;
+      case 2: Rows<2, 1>(k, a, lda, panels, p + q, accumulate, c, ldc); break;
+      case 3: Rows<3, 1>(k, a, lda, panels, p + q, accumulate, c, ldc); break;
+      case 4: Rows<4, 1>(k, a, lda, panels, p + q, accumulate, c, ldc); break;
+      case 5: Rows<5, 1>(k, a, lda, panels, p + q, accumulate, c, ldc); break;
       default: break;
     }
   }
 }
 
+// Whole panels [p0, p1) for m <= 64 rows: groups of 4 panels outer (they stay in L2 over the rows,
+// so each weight is read from memory once per call), 6-row blocks of 12 AVX2 accumulators (6
+// AVX-512 ones, the most that stay in registers) inner, then the leftover rows on the same group.
+void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, int whole,
+                    bool accumulate, float* c, int ldc) {
+  constexpr int kGroup = 4;
+  const int full = m / 6 * 6;
+  const float* al = a + static_cast<size_t>(full) * lda;
+  float* cl = c + static_cast<size_t>(full) * ldc;
+  int p = p0;
+  for (; p + kGroup <= p1; p += kGroup) {
+    for (int q = 0; q < kGroup; ++q) {
+      // The first row block of each panel prefetches the same panel of the next group (see Block).
+      const int ahead = p + q + kGroup < whole ? p + q + kGroup : -1;
+      for (int i = 0; i < full; i += 6)
+        Rows<6, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p + q, accumulate, c + static_cast<size_t>(i) * ldc,
+                   ldc, i == 0 ? ahead : -1);
+    }
+    LeftoverRows<kGroup>(m - full, k, al, lda, panels, p, accumulate, cl, ldc);
+  }
+  for (; p < p1; ++p) {
+    for (int i = 0; i < full; i += 6)
+      Rows<6, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p, accumulate, c + static_cast<size_t>(i) * ldc, ldc);
+    LeftoverRows<1>(m - full, k, al, lda, panels, p, accumulate, cl, ldc);
+  }
+}
+
 // Rows in chunks of 64, so the chunk of A (64 x k) stays in L2 while every panel passes over it.
-void PanelRange(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, bool accumulate, float* c,
-                int ldc) {
+// `whole` (the number of whole panels) bounds the prefetch, which may run past p1 into the next range.
+void PanelRange(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, int whole,
+                bool accumulate, float* c, int ldc) {
   for (int i0 = 0; i0 < m; i0 += 64) {
-    PanelRangeRows(std::min(64, m - i0), k, a + static_cast<size_t>(i0) * lda, lda, panels, p0, p1, accumulate,
+    PanelRangeRows(std::min(64, m - i0), k, a + static_cast<size_t>(i0) * lda, lda, panels, p0, p1, whole, accumulate,
                    c + static_cast<size_t>(i0) * ldc, ldc);
   }
+}
+
+// Panels per chunk of a split product: 8 panels of k = 768 are ~400 KB of weights (~20 us of
+// memory stream), two prefetch groups.
+constexpr int kChunkPanels = 8;
+
+struct SplitProduct {
+  int m, n, k, lda, ldc, whole, total;
+  const float *a, *panels;
+  float* c;
+  bool accumulate;
+};
+
+void RunSplitChunk(void* ctx, int chunk) {
+  const SplitProduct& s = *static_cast<const SplitProduct*>(ctx);
+  const int p0 = chunk * kChunkPanels, p1 = std::min(s.whole, p0 + kChunkPanels);
+  if (p0 < p1) PanelRange(s.m, s.k, s.a, s.lda, s.panels, p0, p1, s.whole, s.accumulate, s.c, s.ldc);
+  if (p1 == s.whole && s.whole < s.total)
+    PartialPanel(s.m, s.n, s.k, s.a, s.lda, s.panels, s.whole, s.accumulate, s.c, s.ldc);
 }
 
 // Above this many rows the packed SGEMM (same arithmetic, see panel_gemm.h) amortises its packing,
@@ -203,24 +260,22 @@ void PanelGemm(int m, int n, int k, const float* a, int lda, const float* w, con
   }
   const int whole = n / kPanelWidth;
   const int total = (n + kPanelWidth - 1) / kPanelWidth;
+  int threads = 1;
 #if defined(AGENTRL_HAVE_OPENMP)
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  // The rule of Sgemm: below ~20 MFLOP a parallel region costs more than it saves on a machine whose
-  // other cores are busy (a woken thread may wait a whole time slice for its core).
-  if (threads > 1 && 2.0 * m * n * static_cast<double>(k) > 2e7) {
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = omp_get_thread_num();
-      const int nt = omp_get_num_threads();
-      const int chunk = (whole + nt - 1) / nt;
-      const int p0 = std::min(whole, t * chunk), p1 = std::min(whole, p0 + chunk);
-      if (p0 < p1) PanelRange(m, k, a, lda, panels, p0, p1, accumulate, c, ldc);
-      if (t == nt - 1 && whole < total) PartialPanel(m, n, k, a, lda, panels, whole, accumulate, c, ldc);
-    }
+  threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#endif
+  // Split when the product is long enough to share: a decode product streams its weights once, so
+  // the measure is their size (>= 1 MB, ~50 us of memory stream) as well as its FLOPs. RunChunks
+  // never waits for a helper that is not running (see chunk_pool.h); the result is the same for
+  // any thread count and any split.
+  const double weight_bytes = 4.0 * n * static_cast<double>(k);
+  if (threads > 1 && (weight_bytes >= (1 << 20) || 2.0 * m * n * static_cast<double>(k) > 2e7)) {
+    SplitProduct s{m, n, k, lda, ldc, whole, total, a, panels, c, accumulate};
+    const int chunks = std::max(1, (whole + kChunkPanels - 1) / kChunkPanels);
+    RunChunks(chunks, threads, RunSplitChunk, &s);
     return;
   }
-#endif
-  PanelRange(m, k, a, lda, panels, 0, whole, accumulate, c, ldc);
+  PanelRange(m, k, a, lda, panels, 0, whole, whole, accumulate, c, ldc);
   if (whole < total) PartialPanel(m, n, k, a, lda, panels, whole, accumulate, c, ldc);
 }
 
