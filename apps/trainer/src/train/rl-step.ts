@@ -1,20 +1,12 @@
-import {
-  computeGroupAdvantages,
-  countToolErrors,
-  isPositive,
-  packMicroBatches,
-  resampleOnCorrect,
-} from '@agentrl/grpo';
-import { allgatherJson, createCommunicator, shardRange } from '@agentrl/parallel';
-import type { Group, Trajectory } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
-import { hashSeed } from '../rng.js';
-import { buildPrompt } from '../task/chat-format.js';
 import type { Problem } from '../task/problem.js';
-import { withoutEngineFailures } from './engine-failures.js';
 import type { TrainablePolicy } from './policy.js';
-import { rewardModeOf, scoreGroups, type Verify } from './reward.js';
+import type { Verify } from './reward.js';
+import { rocPhase } from './roc-phase.js';
 import type { RolloutFactory } from './rollout-factory.js';
+import { rolloutPhase } from './rollout-phase.js';
+import { stepMetrics } from './step-metrics.js';
+import { updatePhase } from './update-phase.js';
 
 export interface RlStepInput {
   cfg: TrainConfig;
@@ -37,146 +29,23 @@ export interface RlStepOutput {
 }
 
 /**
- * One GRPO-RoC step: rollouts (N per prompt with RoC, n without) → reward → RoC down-sampling →
- * group advantages → packed micro-batches → one policy update (the policy's weights are the
- * engine's, so the weight sync is the in-process swap) → metrics.
+ * One GRPO-RoC step, phase by phase: rollout (N per prompt with RoC, n without) → reward and RoC
+ * down-sampling → update (group advantages, packed micro-batches, one optimizer step) → metrics.
  */
 export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
   const { cfg, step } = input;
-  const rl = cfg.rl;
-  const perPrompt = rl.roc ? rl.oversample : rl.n;
-  const byId = new Map(input.problems.map((p) => [p.id, p]));
-
+  const perPrompt = cfg.rl.roc ? cfg.rl.oversample : cfg.rl.n;
   const t0 = performance.now();
-  // Under mpirun each rank rolls out a contiguous block of the prompts and the groups are gathered
-  // in prompt order, so every rank goes on with the whole batch. Trajectory k of prompt p is seeded
-  // seed + (p * perPrompt + k) * 1_000_003 by the rollout: offsetting the seed by the block's start
-  // gives every trajectory the seed it has in a single process.
-  const comm = createCommunicator();
-  const [start, end] = shardRange(input.problems.length, comm);
-  const rollout = input.factory.make({
-    maxResponseTokens: input.maxResponseTokens,
-    maxTurnTokens: rl.maxTurnTokens,
-    temperature: rl.temperature,
-    topP: rl.topP,
-    seed: hashSeed(cfg.seed, 'rollout', step) + start * perPrompt * 1_000_003,
-  });
-  const mine = await rollout.run(
-    input.problems.slice(start, end).map((p) => ({
-      promptId: p.id,
-      messages: buildPrompt(p, cfg.task.systemPrompt),
-      groundTruth: p.answer,
-    })),
-    perPrompt,
-    // The weights that sample this step are the result of step - 1 updates.
-    { policyVersion: step - 1 },
-  );
-  const groups = comm.size > 1 ? allgatherJson(comm, mine).flat() : mine;
+  const groups = await rolloutPhase({ ...input, perPrompt });
   const tGenerate = (performance.now() - t0) / 1000;
-  scoreGroups(groups, (id) => byId.get(id)!.answer, input.verify, rewardModeOf(cfg.task));
-  const sampled = groups.flatMap((g) => g.trajectories);
-  // What the engine broke is left out of the loss, and counted.
-  const usable = withoutEngineFailures(groups, { step, maxFailedFraction: cfg.engine.maxFailedFraction });
-
-  const roc = resampleOnCorrect(usable.groups, {
-    groupSize: perPrompt,
-    n: rl.n,
-    minPositive: Math.min(rl.minPositives, rl.n),
-    minNegative: Math.min(rl.minNegatives, Math.max(0, rl.n - rl.minPositives)),
-    rejectEqualReward: rl.rejectEqualReward,
-    seed: hashSeed(cfg.seed, 'roc', step),
-  });
-  const kept = roc.groups.flatMap((g) => g.trajectories);
-
+  const selected = rocPhase(cfg, step, groups, input.problems, input.verify);
   const t1 = performance.now();
-  let policy = {
-    loss: 0,
-    gradNorm: 0,
-    lr: 0,
-    clipFracLow: 0,
-    clipFracHigh: 0,
-    approxKl: 0,
-    trainTokens: 0,
-    rolloutTrainLogprobMaxAbsDiff: 0,
-  };
-  if (kept.length > 0) {
-    const advantages = computeGroupAdvantages(roc.groups, { normalizeStd: rl.normalizeStd });
-    const microBatches = packMicroBatches(roc.groups, advantages, {
-      maxTokensPerMicroBatch: rl.microBatchTokens,
-    });
-    policy = input.policy.policyStep(microBatches, {
-      clipLow: rl.clipLow,
-      clipHigh: rl.clipHigh,
-      dualClip: rl.dualClip,
-      aggregation: rl.aggregation,
-      temperature: rl.temperature,
-    });
-  }
+  const policy = updatePhase(cfg, selected.roc.groups, input.policy);
   const tTrain = (performance.now() - t1) / 1000;
-
-  const generated = sampled.reduce((s, t) => s + t.lossMask.reduce<number>((a, b) => a + b, 0), 0);
-  const toolSeconds =
-    sampled.reduce((s, t) => s + t.toolCalls.reduce((a, c) => a + c.outcome.wallMs, 0), 0) / 1000;
-  const metrics: Record<string, number> = {
-    lr: policy.lr,
-    reward: mean(sampled.map((t) => t.reward ?? 0)),
-    accuracy: mean(groups.map((g) => mean(g.trajectories.map((t) => t.reward ?? 0)))),
-    posToolErrorBefore: positiveToolErrorRatio(sampled),
-    posToolErrorAfter: positiveToolErrorRatio(kept),
-    rocPosToolErrorBefore: roc.metrics.positiveToolErrorRatioBefore,
-    rocPosToolErrorAfter: roc.metrics.positiveToolErrorRatioAfter,
-    toolErrorRatio: roc.metrics.toolErrorRatioAll,
-    responseLength: mean(sampled.map(responseLength)),
-    responseLengthKept: mean(kept.map(responseLength)),
-    responseLengthPositive: mean(sampled.filter(isPositive).map(responseLength)),
-    toolCallsPerTrajectory: mean(sampled.map((t) => t.toolCalls.length)),
-    groupsKept: roc.groups.length,
-    trajectoriesKept: kept.length,
-    loss: policy.loss,
-    gradNorm: policy.gradNorm,
-    clipFracLow: policy.clipFracLow,
-    clipFracHigh: policy.clipFracHigh,
-    approxKl: policy.approxKl,
-    rolloutTrainLogprobMaxAbsDiff: policy.rolloutTrainLogprobMaxAbsDiff,
-    trainTokens: policy.trainTokens,
-    tokensPerSec: generated / Math.max(1e-9, tGenerate),
-    timeGenerate: tGenerate,
-    timeTool: toolSeconds,
-    timeTrain: tTrain,
-  };
-  if (input.remote || usable.failed) {
-    metrics.engineFailedTrajectories = usable.failed;
-    metrics.policyVersion = step - 1;
-    metrics.stalePolicyTrajectories = sampled.filter(
-      (t) => t.policyVersion !== undefined && t.policyVersion !== step - 1,
-    ).length;
-  }
+  const metrics = stepMetrics({ step, groups, selected, policy, tGenerate, tTrain, remote: !!input.remote });
   const solvedAll: string[] = [];
   const notSolvedAll: string[] = [];
   for (const g of groups)
     (g.trajectories.every((t) => t.reward === 1) ? solvedAll : notSolvedAll).push(g.promptId);
   return { metrics, solvedAll, notSolvedAll };
 }
-
-function responseLength(t: Trajectory): number {
-  return t.tokenIds.length - t.promptLength;
-}
-
-/** Failed tool calls / tool calls pooled over the positive trajectories (0 when they made no call). */
-export function positiveToolErrorRatio(ts: readonly Trajectory[]): number {
-  let failed = 0;
-  let calls = 0;
-  for (const t of ts) {
-    if (!isPositive(t)) continue;
-    const c = countToolErrors(t);
-    failed += c.failed;
-    calls += c.calls;
-  }
-  return calls === 0 ? 0 : failed / calls;
-}
-
-export function mean(xs: readonly number[]): number {
-  return xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length;
-}
-
-export type { Group };
