@@ -2,7 +2,8 @@ import { EXECUTOR_FLAGS } from '@agentrl/executor';
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../config/load.js';
 import { TrainerError } from '../errors.js';
-import { parseArgs } from './args.js';
+import { ABLATION_FLAGS } from './ablation-command.js';
+import { parseArgs, splitFlags } from './args.js';
 import { EVAL_FLAGS, serveFlags, TRAIN_FLAGS } from './commands.js';
 import { renderHelp } from './help.js';
 import { runTrainCommand } from './train-command.js';
@@ -69,6 +70,27 @@ describe('argv parsing (node:util parseArgs over the flag table and every config
     );
     expect(usageError(() => parseArgs(['--overwrite=yes'], TRAIN_FLAGS))).toBe(
       '--overwrite takes no value; see --help',
+    );
+  });
+
+  it("splits a command's own flags from the arguments it hands on (agentrl ablation)", () => {
+    const argv = [
+      '--seeds',
+      '1,2',
+      '--rl.lr',
+      '1e-4',
+      '--share-sft',
+      '--seed=-3',
+      '--out=x.html',
+      '--preset',
+      'smoke',
+    ];
+    expect(splitFlags(argv, ABLATION_FLAGS)).toEqual({
+      flags: { seeds: '1,2', 'share-sft': true, out: 'x.html' },
+      rest: ['--rl.lr', '1e-4', '--seed=-3', '--preset', 'smoke'],
+    });
+    expect(usageError(() => splitFlags(['--jobs', '--seeds', '1'], ABLATION_FLAGS))).toBe(
+      '--jobs needs a value; see --help',
     );
   });
 

@@ -52,9 +52,7 @@ export function parseArgs(argv: string[], commandFlags: CommandFlag[]): ParsedAr
         'USAGE',
         `unknown option ${token.rawName}; run with --help to list every option`,
       );
-    let value = token.value;
-    if (takesValue(target) && (value === undefined || (!token.inlineValue && isFlagLike(value))))
-      throw new TrainerError('USAGE', `--${token.name} needs a value; see --help`);
+    let value = takesValue(target) ? requireValue(token.name, token.value, token.inlineValue) : token.value;
     if (!takesValue(target) && 'option' in target && !target.negated && value === undefined) {
       const next = argv[token.index + 1];
       if (next === 'true' || next === 'false') {
@@ -69,6 +67,29 @@ export function parseArgs(argv: string[], commandFlags: CommandFlag[]): ParsedAr
     } else setPath(out.overrides, target.option.path, convertValue(target.option, value ?? 'true'));
   }
   return out;
+}
+
+/**
+ * Takes `flags` out of argv (with `node:util` parseArgs tokens) and leaves every other argument, in
+ * order, for another parser: `agentrl ablation` keeps its own flags and hands the rest to each run.
+ */
+export function splitFlags(
+  argv: string[],
+  flags: CommandFlag[],
+): { flags: ParsedArgs['flags']; rest: string[] } {
+  const options: NonNullable<ParseArgsConfig['options']> = {};
+  for (const f of flags) options[f.name] = { type: f.value ? 'string' : 'boolean' };
+  const { tokens } = parseArgv({ args: argv, options, strict: false, allowPositionals: true, tokens: true });
+  const out: ParsedArgs = { flags: {}, overrides: {}, positionals: [] };
+  const taken = new Set<number>();
+  for (const token of tokens) {
+    const flag = token.kind === 'option' ? flags.find((f) => f.name === token.name) : undefined;
+    if (!flag || token.kind !== 'option') continue;
+    applyFlag(out, flag, flag.value ? requireValue(token.name, token.value, token.inlineValue) : token.value);
+    taken.add(token.index);
+    if (flag.value && !token.inlineValue) taken.add(token.index + 1);
+  }
+  return { flags: out.flags, rest: argv.filter((_, i) => !taken.has(i)) };
 }
 
 /** Every name the command accepts: its own flags first, then each config leaf and `--no-<bool leaf>`. */
@@ -87,9 +108,14 @@ function takesValue(t: Target): boolean {
   return 'flag' in t ? t.flag.value !== undefined : !t.negated && t.option.type !== 'boolean';
 }
 
-/** A following argument that is another option, not a value (`-1` and `--5` are values, as before). */
-function isFlagLike(value: string): boolean {
-  return value.startsWith('--') && !/^--?\d/.test(value);
+/**
+ * The value of `--name`, or a usage error when there is none: at the end of argv, or when the next
+ * argument is another option (`-1` and `--5` are values: negative numbers).
+ */
+function requireValue(name: string, value: string | undefined, inline: boolean | undefined): string {
+  if (value === undefined || (!inline && value.startsWith('--') && !/^--?\d/.test(value)))
+    throw new TrainerError('USAGE', `--${name} needs a value; see --help`);
+  return value;
 }
 
 function applyFlag(out: ParsedArgs, flag: CommandFlag, value: string | undefined): void {
