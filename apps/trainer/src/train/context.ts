@@ -38,6 +38,7 @@ export interface SetupOptions {
   split: ProblemSplit;
   env: Environment;
   progress: Progress;
+  /** Resume from the run directory's latest checkpoint (its weights are already in env.policy). */
   resumeState: TrainerState | null;
 }
 

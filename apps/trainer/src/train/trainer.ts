@@ -1,23 +1,11 @@
-import type { TrainConfig } from '../config/schema.js';
-import type { Progress } from '../run/progress.js';
-import type { RunDir } from '../run/run-dir.js';
-import type { ProblemSplit } from '../task/problem.js';
 import type { SftDemo } from '../task/sft-data.js';
-import { createTrainContext } from './context.js';
-import type { Environment } from './environment.js';
+import { createTrainContext, type SetupOptions } from './context.js';
 import { lastEval, writeRunReport } from './report-phase.js';
 import { rlPhase } from './rl-loop.js';
 import { sftPhase } from './sft-phase.js';
 import type { TrainerState } from './state.js';
 
-export interface TrainOptions {
-  cfg: TrainConfig;
-  run: RunDir;
-  split: ProblemSplit;
-  env: Environment;
-  progress: Progress;
-  /** Resume from the run directory's latest checkpoint (its weights are already in env.policy). */
-  resumeState: TrainerState | null;
+export interface TrainOptions extends SetupOptions {
   /** Stop (resumably) after this many RL steps in total. */
   stopAfter?: number | undefined;
   /** SFT transcripts from `sft.files`; null = generate demonstrations (see loadSftSource). */
