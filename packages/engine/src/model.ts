@@ -8,7 +8,13 @@ import {
   parseModelConfig,
   toNativeConfig,
 } from './config.js';
-import { bindingForDevice, type Device, type DeviceOptions } from './device.js';
+import {
+  bindingForDevice,
+  type Device,
+  type DeviceOptions,
+  type DevicePrecision,
+  isDeviceBinding,
+} from './device.js';
 import { EngineError } from './errors.js';
 import type { EngineBinding, ModelHandle } from './native.js';
 
@@ -81,6 +87,8 @@ export class Model {
   readonly native: EngineBinding;
   /** Where parameters, gradients, optimizer state and activations live (device.ts). */
   readonly device: Device;
+  /** The matrix products' precision on the device (always fp32 on the cpu). */
+  readonly precision: DevicePrecision;
   private readonly params: Parameter[];
   private readonly byName = new Map<string, Parameter>();
   private readonly layout: readonly { offset: number; numel: number }[];
@@ -89,6 +97,7 @@ export class Model {
     grads: Float32Array | undefined;
     moments: { m: Float32Array; v: Float32Array } | undefined;
   };
+  private gradientsDone: ((stage: number) => void) | undefined;
   private forwardTokens: Int32Array | undefined;
   private forwardCu: Int32Array | undefined;
 
@@ -99,6 +108,7 @@ export class Model {
     this.dtype = modelDtype(config);
     this.device = options.device ?? 'cpu';
     this.native = bindingForDevice(options);
+    this.precision = options.precision ?? 'fp32';
     const created = this.native.createModel({ ...this.shape, training: options.training ?? true });
     this.handle = created.handle;
     const buffers = this.native.buffers(this.handle);
@@ -194,6 +204,24 @@ export class Model {
   }
 
   /**
+   * Training forward over a packed batch whose hidden states stay native: on a GPU device nothing
+   * [T, H] is copied to the host (a loss computed there next: sftLoss, the engine's
+   * devicePolicyLoss). The latest forward for backwardFromHidden / the losses, as forwardHidden.
+   */
+  forward(batch: PackedBatch, options: ForwardOptions = {}): { numTokens: number } {
+    validateBatch(batch, this.shape.vocab, this.shape.maxPositions);
+    const recompute = options.recompute ?? false;
+    if (isDeviceBinding(this.native)) {
+      this.native.forwardResident(this.handle, batch.tokenIds, batch.cuSeqlens, recompute);
+    } else {
+      this.native.forward(this.handle, batch.tokenIds, batch.cuSeqlens, recompute);
+    }
+    this.forwardTokens = batch.tokenIds;
+    this.forwardCu = batch.cuSeqlens;
+    return { numTokens: batch.tokenIds.length };
+  }
+
+  /**
    * Training forward over a packed batch. Returns the final-norm hidden states [T, H] (row t predicts
    * token t+1 of its sequence) for a loss computed outside (e.g. the fused-linear policy loss).
    */
@@ -234,7 +262,7 @@ export class Model {
         `dLmHead must be a Float32Array of ${this.shape.vocab * this.shape.hidden} floats ([V, H])`,
       );
     }
-    this.native.backward(this.handle, dHidden, dLm);
+    this.native.backward(this.handle, dHidden, dLm, this.gradientsDone);
   }
 
   /** Logits [T, V] of a packed batch (also leaves it as the latest forward). */
@@ -256,7 +284,7 @@ export class Model {
     if (lossMask.length !== n) {
       throw new EngineError('INVALID_BATCH', `lossMask has ${lossMask.length} entries for ${n} tokens`);
     }
-    this.forwardHidden(batch, options);
+    this.forward(batch, options);
     const targets = new Int32Array(n).fill(-1);
     let count = 0;
     for (let s = 0; s + 1 < batch.cuSeqlens.length; s++) {
@@ -270,8 +298,38 @@ export class Model {
     }
     const normalizer = options.normalizer ?? Math.max(count, 1);
     if (!(normalizer > 0)) throw new EngineError('INVALID_BATCH', 'normalizer must be positive');
-    const lossSum = this.native.crossEntropy(this.handle, targets, 1 / normalizer);
+    const lossSum = this.native.crossEntropy(this.handle, targets, 1 / normalizer, this.gradientsDone);
     return { loss: lossSum / normalizer, lossSum, numTargets: count };
+  }
+
+  /**
+   * Has every following backward (backwardFromHidden, sftLoss) call `hook(stage)` as soon as a group
+   * of gradients is final, last layer first: stage `numLayers` once the final norm (and an untied
+   * lm_head) are, then each layer l down to 0, then -1 once the embedding is (see gradientStage).
+   * Data-parallel training starts reducing those gradients while the backward goes on. The hook runs
+   * synchronously between layers; what it throws ends the backward. CPU models only: a GPU model
+   * ignores it (its backward reports nothing), so a caller must not rely on it being called.
+   * `null` removes it.
+   */
+  setGradientsDoneHook(hook: ((stage: number) => void) | null): void {
+    this.gradientsDone = hook ?? undefined;
+  }
+
+  /** Whether the backward reports stages to setGradientsDoneHook (the CPU backend does). */
+  get reportsGradientStages(): boolean {
+    return this.device === 'cpu';
+  }
+
+  /**
+   * The backward stage after which parameter `name`'s gradient is final (see setGradientsDoneHook):
+   * numLayers for the final norm and an untied lm_head, l for model.layers.l.*, -1 for the embedding
+   * (and a tied lm_head, which is the embedding).
+   */
+  gradientStage(name: string): number {
+    const layer = /^model\.layers\.(\d+)\./.exec(name);
+    if (layer) return Number(layer[1]);
+    if (name === 'model.norm.weight' || name === 'lm_head.weight') return this.shape.layers;
+    return -1;
   }
 
   /** Sets every gradient to zero (nothing to do without gradients). */

@@ -139,12 +139,6 @@ function assertRanksSupported(cfg: TrainConfig, ranks: number): void {
       `--device ${cfg.device} with ${ranks} ranks needs NCCL/RCCL gradients, which are planned; data-parallel ranks train on the cpu device today`,
     );
   }
-  if (ranks > 1 && cfg.engine.url) {
-    throw new TrainerError(
-      'USAGE',
-      `--engine with ${ranks} ranks is planned (rank 0 would drive the servers and scatter the trajectories); run the remote-engine setup as one process, or drop --engine to roll out on every rank`,
-    );
-  }
 }
 
 function startLine(run: RunDir, split: ProblemSplit, resume: OpenedRun['resume'], restart: boolean): string {

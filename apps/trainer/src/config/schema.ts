@@ -271,6 +271,25 @@ export const EngineConfigSchema = z
   })
   .describe('where rollouts are generated');
 
+export const ParallelConfigSchema = z
+  .strictObject({
+    bucketMb: z
+      .number()
+      .positive()
+      .max(4096)
+      .default(25)
+      .describe(
+        "MiB of float64 gradient accumulator per all-reduce bucket under mpirun (PyTorch DDP's 25 by default); a larger parameter gets a bucket of its own",
+      ),
+    overlap: z
+      .boolean()
+      .default(true)
+      .describe(
+        "start each bucket's all-reduce on MPI's comm thread as soon as the last micro-batch's backward has finished it (CPU ranks); false: one blocking all-reduce after the backward",
+      ),
+  })
+  .describe('data-parallel gradients under mpirun (no effect in a single process)');
+
 export const TrainConfigSchema = z
   .strictObject({
     name: z
@@ -291,6 +310,12 @@ export const TrainConfigSchema = z
       .describe(
         "where the policy's weights, gradients, optimizer state and activations live, and where the in-process engine decodes: cpu, cuda (an NVIDIA GPU) or rocm (an AMD GPU); a GPU device that cannot run here stops the run at start",
       ),
+    precision: z
+      .enum(['fp32', 'bf16'])
+      .default('fp32')
+      .describe(
+        'matrix products of the policy on a GPU device: fp32, or bf16 (inputs rounded to bf16 on tensor cores, fp32 accumulation, fp32 master weights in AdamW); bf16 needs --device cuda or rocm',
+      ),
     checkpointEvery: int()
       .nonnegative()
       .default(10)
@@ -303,6 +328,17 @@ export const TrainConfigSchema = z
     eval: EvalConfigSchema.prefault({}),
     executor: ExecutorConfigSchema.prefault({}),
     engine: EngineConfigSchema.prefault({}),
+    parallel: ParallelConfigSchema.prefault({}),
+  })
+  .superRefine((cfg, ctx) => {
+    if (cfg.precision === 'bf16' && cfg.device === 'cpu') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['precision'],
+        message:
+          'bf16 runs on a GPU device only (the CPU engine computes in fp32): add --device cuda or --device rocm, or leave --precision at fp32',
+      });
+    }
   })
 
   .describe('agentrl train configuration');

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { createGenerator, deviceUnavailableReason, setEngineThreads } from '@agentrl/engine';
 import { createExecutor, type Executor } from '@agentrl/executor';
 import { verify as mathVerify } from '@agentrl/math-verify';
+import { createCommunicator } from '@agentrl/parallel';
 import {
   CHATML_TEMPLATE,
   type ChatFormat,
@@ -15,6 +16,7 @@ import {
 } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
+import { leadRollsOut } from './distributed-rollout.js';
 import type { Environment } from './environment.js';
 import { NativeTrainer } from './native-policy.js';
 import { createTrainerLogprobScorer } from './on-policy.js';
@@ -66,15 +68,19 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
       createPythonTool(executor, { name: PYTHON_TOOL_NAME, timeoutMs: cfg.executor.timeoutMs }),
     ]);
     const chatFormat = chatFormatFor(cfg, runTokenizer, tools);
-    const remote = cfg.engine.url ? await connectRemoteEngines(cfg, tokenizer, opts.log) : [];
+    // With --engine under mpirun, rank 0 alone talks to the servers (distributed-rollout.ts): the
+    // other ranks open no connection and keep the in-process engine, which they never roll out on.
+    const comm = createCommunicator();
+    const follower = cfg.engine.url && trainable && leadRollsOut(cfg, comm) && comm.rank !== 0;
+    const remote = cfg.engine.url && !follower ? await connectRemoteEngines(cfg, tokenizer, opts.log) : [];
     // A trainable run writes the policy for the servers after every update: check where first.
     const weightsDir = remote.length && trainable ? weightsDirFor(cfg, opts.runRoot ?? null) : null;
     let synced: number | null = null;
     if (remote.length) {
       engines.push(...remote);
     } else {
-      // On a GPU the KV-cache prefill and decode run on the device and each step's last-token logits
-      // come back for sampleToken (the same draws and logprobs as on the CPU). The device has no
+      // On a GPU the KV-cache prefill, decode and sampling run on the device (sampleToken's rules,
+      // each request's own stream): only tokens and logprobs come back. The device has no
       // batch-invariant panel path and no hidden-state output to rescore, so no scorer there: the
       // recorded logprobs are the device's, and rolloutTrainLogprobMaxAbsDiff shows how far they drift.
       const onCpu = policy!.model.device === 'cpu';
@@ -101,7 +107,7 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
       tools,
       executor,
       verify,
-      remote: remote.length > 0,
+      remote: remote.length > 0 || Boolean(follower),
       async syncWeights(version: number) {
         // In-process engines share the policy's weights: nothing to send.
         if (!policy || weightsDir === null || synced === version) return;

@@ -14,6 +14,8 @@ export interface RolloutPhaseInput {
   factory: RolloutFactory;
   /** Trajectories sampled per prompt (rl.oversample with RoC, rl.n without). */
   perPrompt: number;
+  /** `--engine` under mpirun: this rank (0) rolls out every prompt on the servers (distributed-rollout.ts). */
+  leadOnly: boolean;
 }
 
 /**
@@ -21,13 +23,15 @@ export interface RolloutPhaseInput {
  * Under mpirun each rank rolls out a contiguous block of the prompts and the groups are gathered
  * in prompt order, so every rank goes on with the whole batch. Trajectory k of prompt p is seeded
  * seed + (p * perPrompt + k) * 1_000_003 by the rollout: offsetting the seed by the block's start
- * gives every trajectory the seed it has in a single process.
+ * gives every trajectory the seed it has in a single process. With `leadOnly` (--engine), rank 0
+ * alone rolls the whole step out; the other ranks never get here and train on what it deals them.
  */
 export async function rolloutPhase(input: RolloutPhaseInput): Promise<Group[]> {
   const { cfg, step, perPrompt } = input;
   const rl = cfg.rl;
   const comm = createCommunicator();
-  const [start, end] = shardRange(input.problems.length, comm);
+  const all = input.problems.length;
+  const [start, end] = input.leadOnly ? [0, all] : shardRange(all, comm);
   const rollout = input.factory.make({
     maxResponseTokens: input.maxResponseTokens,
     maxTurnTokens: rl.maxTurnTokens,
@@ -45,5 +49,5 @@ export async function rolloutPhase(input: RolloutPhaseInput): Promise<Group[]> {
     // The weights that sample this step are the result of step - 1 updates.
     { policyVersion: step - 1 },
   );
-  return comm.size > 1 ? allgatherJson(comm, mine).flat() : mine;
+  return comm.size > 1 && !input.leadOnly ? allgatherJson(comm, mine).flat() : mine;
 }

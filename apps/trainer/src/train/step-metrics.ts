@@ -3,29 +3,29 @@ import type { Group, Trajectory } from '@agentrl/protocol';
 import type { PolicyStepMetrics } from './policy.js';
 import type { RocPhaseOutput } from './roc-phase.js';
 
-export interface StepMetricsInput {
+export interface RolloutMetricsInput {
   step: number;
   /** The groups as sampled (before engine failures and RoC are taken out). */
   groups: readonly Group[];
   selected: RocPhaseOutput;
-  policy: PolicyStepMetrics;
-  /** Seconds of the rollout and of the update phase. */
+  /** Seconds of the rollout phase. */
   tGenerate: number;
-  tTrain: number;
   /** Rollouts ran on servers: engine-failure and policy-version metrics are recorded. */
   remote: boolean;
 }
 
-/** The metrics of one RL step, in the order metrics.jsonl has them. */
-export function stepMetrics(input: StepMetricsInput): Record<string, number> {
-  const { groups, policy, step } = input;
+/**
+ * The rollout side of an RL step's metrics (reward, RoC, lengths, rollout timings, engine
+ * failures): what rank 0 sends every rank in the step header under `--engine` with several ranks.
+ */
+export function rolloutMetrics(input: RolloutMetricsInput): Record<string, number> {
+  const { groups, step } = input;
   const { sampled, roc, engineFailed } = input.selected;
   const kept = roc.groups.flatMap((g) => g.trajectories);
   const generated = sampled.reduce((s, t) => s + t.lossMask.reduce<number>((a, b) => a + b, 0), 0);
   const toolSeconds =
     sampled.reduce((s, t) => s + t.toolCalls.reduce((a, c) => a + c.outcome.wallMs, 0), 0) / 1000;
   const metrics: Record<string, number> = {
-    lr: policy.lr,
     reward: mean(sampled.map((t) => t.reward ?? 0)),
     accuracy: mean(groups.map((g) => mean(g.trajectories.map((t) => t.reward ?? 0)))),
     posToolErrorBefore: positiveToolErrorRatio(sampled),
@@ -39,17 +39,9 @@ export function stepMetrics(input: StepMetricsInput): Record<string, number> {
     toolCallsPerTrajectory: mean(sampled.map((t) => t.toolCalls.length)),
     groupsKept: roc.groups.length,
     trajectoriesKept: kept.length,
-    loss: policy.loss,
-    gradNorm: policy.gradNorm,
-    clipFracLow: policy.clipFracLow,
-    clipFracHigh: policy.clipFracHigh,
-    approxKl: policy.approxKl,
-    rolloutTrainLogprobMaxAbsDiff: policy.rolloutTrainLogprobMaxAbsDiff,
-    trainTokens: policy.trainTokens,
     tokensPerSec: generated / Math.max(1e-9, input.tGenerate),
     timeGenerate: input.tGenerate,
     timeTool: toolSeconds,
-    timeTrain: input.tTrain,
   };
   if (input.remote || engineFailed) {
     metrics.engineFailedTrajectories = engineFailed;
@@ -57,6 +49,44 @@ export function stepMetrics(input: StepMetricsInput): Record<string, number> {
     metrics.stalePolicyTrajectories = sampled.filter(
       (t) => t.policyVersion !== undefined && t.policyVersion !== step - 1,
     ).length;
+  }
+  return metrics;
+}
+
+/** The metrics of one RL step, rollout side and update side, in the order metrics.jsonl has them. */
+export function stepMetrics(
+  rollout: Record<string, number>,
+  policy: PolicyStepMetrics,
+  tTrain: number,
+): Record<string, number> {
+  const {
+    policyVersion,
+    engineFailedTrajectories,
+    stalePolicyTrajectories,
+    tokensPerSec,
+    timeGenerate,
+    timeTool,
+    ...side
+  } = rollout;
+  const metrics: Record<string, number> = {
+    lr: policy.lr,
+    ...side,
+    loss: policy.loss,
+    gradNorm: policy.gradNorm,
+    clipFracLow: policy.clipFracLow,
+    clipFracHigh: policy.clipFracHigh,
+    approxKl: policy.approxKl,
+    rolloutTrainLogprobMaxAbsDiff: policy.rolloutTrainLogprobMaxAbsDiff,
+    trainTokens: policy.trainTokens,
+    tokensPerSec: tokensPerSec!,
+    timeGenerate: timeGenerate!,
+    timeTool: timeTool!,
+    timeTrain: tTrain,
+  };
+  if (policyVersion !== undefined) {
+    metrics.engineFailedTrajectories = engineFailedTrajectories!;
+    metrics.policyVersion = policyVersion;
+    metrics.stalePolicyTrajectories = stalePolicyTrajectories!;
   }
   return metrics;
 }
