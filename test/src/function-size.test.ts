@@ -12,6 +12,11 @@ const SPLIT = [
   'packages/engine-server/src',
   'packages/executor/src',
   'packages/executor/bench',
+  'packages/rollout/src',
+  'packages/engine-adapters/src',
+  'packages/scheduler/src',
+  'packages/scheduler/bench',
+  'packages/onnx/src',
   'apps/trainer/src',
 ];
 

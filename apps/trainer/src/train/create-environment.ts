@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { createGenerator, deviceUnavailableReason, setEngineThreads } from '@agentrl/engine';
+import { createNativeAdapter } from '@agentrl/engine-adapters';
 import { createExecutor, type Executor } from '@agentrl/executor';
 import { verify as mathVerify } from '@agentrl/math-verify';
 import { createCommunicator } from '@agentrl/parallel';
@@ -8,7 +9,6 @@ import {
   type ChatFormat,
   createChatFormat,
   createChatFormatForTokenizer,
-  createNativeAdapter,
   createPythonTool,
   createToolRegistry,
   type EngineAdapter,
