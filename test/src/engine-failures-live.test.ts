@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createCharTokenizer, createModel, saveModel } from '@agentrl/engine';
+import { createModel, saveModel } from '@agentrl/engine';
+import { charModelConfig } from '@agentrl/engine/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readJsonl, runCli, startServer } from './cli.js';
 import { startFront } from './http-front.js';
@@ -38,28 +39,8 @@ async function failingFront(target: string) {
 
 describe('trajectories the engine failed, in a live RL run', () => {
   it('are excluded from the loss and counted per step in metrics.jsonl', async () => {
-    const tok = createCharTokenizer();
     const init = join(root, 'init');
-    await saveModel(
-      createModel(
-        {
-          architectures: ['Qwen3ForCausalLM'],
-          model_type: 'qwen3',
-          vocab_size: tok.vocabSize,
-          hidden_size: 64,
-          intermediate_size: 128,
-          num_hidden_layers: 2,
-          num_attention_heads: 2,
-          num_key_value_heads: 1,
-          head_dim: 32,
-          max_position_embeddings: 640,
-          tie_word_embeddings: true,
-          eos_token_id: tok.eosTokenId,
-        },
-        { seed: 11 },
-      ),
-      init,
-    );
+    await saveModel(createModel(charModelConfig({ max_position_embeddings: 640 }), { seed: 11 }), init);
     const { url, child } = await startServer(['--checkpoint', init, '--port', '0']);
     cleanup.push(() => child.kill('SIGKILL'));
     const front = await failingFront(url);

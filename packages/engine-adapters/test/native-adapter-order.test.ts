@@ -1,4 +1,5 @@
 import { createGenerator, createModel } from '@agentrl/engine';
+import { tinyModelConfig } from '@agentrl/engine/testing';
 import type { SamplingParams } from '@agentrl/protocol';
 import type { EngineAdapter, GenerateResult } from '@agentrl/rollout';
 import { describe, expect, it } from 'vitest';
@@ -6,19 +7,8 @@ import { createNativeAdapter } from '../src/native-adapter.js';
 
 // Down projection K = 300 > 256: a batch-dependent GEMM path would show up in these logprobs.
 const model = createModel(
-  {
-    architectures: ['Qwen3ForCausalLM'],
-    vocab_size: 60,
-    hidden_size: 32,
-    intermediate_size: 300,
-    num_hidden_layers: 2,
-    num_attention_heads: 4,
-    num_key_value_heads: 2,
-    head_dim: 8,
-    max_position_embeddings: 256,
-    tie_word_embeddings: true,
-    initializer_range: 0.1,
-  },
+  tinyModelConfig({ vocab_size: 60, intermediate_size: 300, max_position_embeddings: 256 }),
+
   { seed: 5 },
 );
 const V = 60;

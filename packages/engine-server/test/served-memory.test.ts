@@ -1,26 +1,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createCharTokenizer, createModel, packSequences, saveModel } from '@agentrl/engine';
+import { createModel, packSequences, saveModel } from '@agentrl/engine';
+import { charModelConfig } from '@agentrl/engine/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openCheckpoint } from '../src/open-checkpoint.js';
 import { ServedEngine } from '../src/served-engine.js';
 
-const tok = createCharTokenizer();
-const config = {
-  architectures: ['Qwen3ForCausalLM'],
-  model_type: 'qwen3',
-  vocab_size: tok.vocabSize,
-  hidden_size: 64,
-  intermediate_size: 128,
-  num_hidden_layers: 2,
-  num_attention_heads: 2,
-  num_key_value_heads: 1,
-  head_dim: 32,
-  max_position_embeddings: 256,
-  tie_word_embeddings: true,
-  eos_token_id: tok.eosTokenId,
-};
+const config = charModelConfig();
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'agentrl-served-memory-'));

@@ -1,5 +1,13 @@
 export { main as executorCli } from './bin.js';
 export {
+  EXECUTOR_FLAGS,
+  type ExecutorCommand,
+  type ExecutorFlag,
+  executorFlagsOf,
+  executorParseOptions,
+  executorUsage,
+} from './cli-flags.js';
+export {
   type Limits,
   type LimitsInput,
   LimitsSchema,

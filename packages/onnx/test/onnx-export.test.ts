@@ -1,4 +1,5 @@
 import { createGenerator, createModel, type Model, packSequences } from '@agentrl/engine';
+import { tinyModelConfig } from '@agentrl/engine/testing';
 import { createNativeAdapter } from '@agentrl/engine-adapters';
 import {
   AgentLoopConfigSchema,
@@ -17,19 +18,7 @@ import { createOnnxAdapter } from '../src/onnx-adapter.js';
 
 const executor = useExecutor();
 
-const config = {
-  architectures: ['Qwen3ForCausalLM'],
-  vocab_size: 50,
-  hidden_size: 32,
-  intermediate_size: 64,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  head_dim: 8,
-  max_position_embeddings: 128,
-  tie_word_embeddings: true,
-  initializer_range: 0.1,
-};
+const config = tinyModelConfig();
 
 function exportModel(model: Model): Uint8Array {
   const byName = new Map(model.parameters().map((p) => [p.name, p.data]));

@@ -3,10 +3,11 @@ import { createWriteStream, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolveConfig } from '../config/load.js';
+import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import { readMetrics } from '../run/metrics-log.js';
 import { type AblationArm, renderAblationReport, summarizeAblation } from '../run/report.js';
-import { type CommandFlag, parseArgs } from './args.js';
+import { type CommandFlag, parseArgs, splitFlags } from './args.js';
 import { TRAIN_FLAGS } from './commands.js';
 import { renderHelp } from './help.js';
 import { runTrainCommand } from './train-command.js';
@@ -65,8 +66,29 @@ export async function runAblationCommand(argv: string[]): Promise<number> {
     );
     return 0;
   }
-  const own = splitOwnFlags(argv);
-  const train = parseArgs(own.rest, TRAIN_FLAGS);
+  const plan = planAblation(readAblationArgs(argv));
+  // SFT first (when shared), then the arms.
+  if (!plan.reportOnly) for (const batch of [plan.sftRuns, plan.runs]) await runBatch(batch, plan);
+  writeAblationPage(plan);
+  return 0;
+}
+
+interface AblationArgs {
+  cfg: TrainConfig;
+  seeds: number[];
+  jobs: number;
+  base: string;
+  out: string | undefined;
+  reportOnly: boolean;
+  shareSft: boolean;
+  /** The arguments handed to every `agentrl train`. */
+  rest: string[];
+}
+
+/** The ablation's own flags, checked; the rest must parse as train flags that the ablation does not set itself. */
+function readAblationArgs(argv: string[]): AblationArgs {
+  const { flags: own, rest } = splitFlags(argv, ABLATION_FLAGS);
+  const train = parseArgs(rest, TRAIN_FLAGS);
   if (train.positionals.length)
     throw new TrainerError('USAGE', `unexpected argument "${train.positionals[0]}"; options start with --`);
   const clash = [...Object.keys(train.flags), ...flatKeys(train.overrides)].filter((k) => OWN.has(k));
@@ -75,9 +97,10 @@ export async function runAblationCommand(argv: string[]): Promise<number> {
       'USAGE',
       `ablation sets ${clash.map((k) => `--${k}`).join(', ')} itself (seed, RoC on/off and run names per run); drop it`,
     );
-  const seeds = (own.seeds ?? '1,2,3').split(',').map((s) => Number(s.trim()));
+  const seedList = (own.seeds as string | undefined) ?? '1,2,3';
+  const seeds = seedList.split(',').map((s) => Number(s.trim()));
   if (seeds.length === 0 || seeds.some((s) => !Number.isInteger(s)) || new Set(seeds).size !== seeds.length)
-    throw new TrainerError('USAGE', `--seeds needs distinct integers, comma-separated (got "${own.seeds}")`);
+    throw new TrainerError('USAGE', `--seeds needs distinct integers, comma-separated (got "${seedList}")`);
   const jobs = own.jobs === undefined ? 1 : Number(own.jobs);
   if (!(Number.isInteger(jobs) && jobs >= 1))
     throw new TrainerError('USAGE', '--jobs needs a positive integer');
@@ -86,62 +109,82 @@ export async function runAblationCommand(argv: string[]): Promise<number> {
     file: train.flags.config as string | undefined,
     overrides: train.overrides,
   });
-  const base = own.name ?? cfg.name;
-  const sftName = (seed: number) => `${base}-sft-s${seed}`;
-  const sftRuns = own.shareSft
-    ? seeds.map((seed) => ({
+  const base = (own.name as string | undefined) ?? cfg.name;
+  const out = own.out as string | undefined;
+  return {
+    cfg,
+    seeds,
+    jobs,
+    base,
+    out,
+    reportOnly: !!own['report-only'],
+    shareSft: !!own['share-sft'],
+    rest,
+  };
+}
+
+interface PlannedRun {
+  arm?: string;
+  label: string;
+  seed: number;
+  name: string;
+  args: string[];
+}
+
+/** The runs: one per arm and seed, and with --share-sft one SFT run per seed the arms start from. */
+function planAblation(a: AblationArgs): AblationArgs & { sftRuns: PlannedRun[]; runs: PlannedRun[] } {
+  const sftName = (seed: number) => `${a.base}-sft-s${seed}`;
+  const sftRuns = a.shareSft
+    ? a.seeds.map((seed) => ({
         label: 'SFT',
         seed,
         name: sftName(seed),
-        args: ['train', ...own.rest, '--seed', String(seed), '--name', sftName(seed), '--stop-after', '0'],
+        args: ['train', ...a.rest, '--seed', String(seed), '--name', sftName(seed), '--stop-after', '0'],
       }))
     : [];
   const fromSft = (seed: number) =>
-    own.shareSft
+    a.shareSft
       ? [
           '--model.init',
-          join(cfg.runsDir, sftName(seed), 'checkpoints', 'step-000000'),
+          join(a.cfg.runsDir, sftName(seed), 'checkpoints', 'step-000000'),
           '--sft.enabled',
           'false',
         ]
       : [];
   const runs = ARMS.flatMap(({ arm, label, extra }) =>
-    seeds.map((seed) => ({
-      arm,
-      label,
-      seed,
-      name: `${base}-${arm}-s${seed}`,
-      args: [
-        'train',
-        ...own.rest,
-        ...extra,
-        ...fromSft(seed),
-        '--seed',
-        String(seed),
-        '--name',
-        `${base}-${arm}-s${seed}`,
-      ],
-    })),
+    a.seeds.map((seed) => {
+      const name = `${a.base}-${arm}-s${seed}`;
+      const args = ['train', ...a.rest, ...extra, ...fromSft(seed), '--seed', String(seed), '--name', name];
+      return { arm, label, seed, name, args };
+    }),
   );
-  // SFT first (when shared), then the arms.
-  for (const batch of own.reportOnly ? [] : [sftRuns, runs]) {
-    const queue = [...batch];
-    const worker = async () => {
-      for (let r = queue.shift(); r; r = queue.shift()) {
-        process.stderr.write(`ablation: ${r.name} (${r.label}, seed ${r.seed})\n`);
-        const code =
-          jobs === 1
-            ? await runTrainCommand(r.args.slice(1))
-            : await runChild([...r.args, '--no-progress'], join(cfg.runsDir, `${r.name}.log`));
-        if (code !== 0)
-          throw new TrainerError(
-            'RUN_DIR',
-            `ablation: ${r.name} failed (exit ${code})${jobs === 1 ? '' : `; see ${join(cfg.runsDir, `${r.name}.log`)}`}`,
-          );
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(jobs, batch.length) }, worker));
-  }
+  return { ...a, sftRuns, runs };
+}
+
+/** Runs a batch, `jobs` at a time: in this process when jobs is 1, else as child processes with a log each. */
+async function runBatch(batch: PlannedRun[], { jobs, cfg }: AblationArgs): Promise<void> {
+  const queue = [...batch];
+  const worker = async () => {
+    for (let r = queue.shift(); r; r = queue.shift()) {
+      process.stderr.write(`ablation: ${r.name} (${r.label}, seed ${r.seed})\n`);
+      const log = join(cfg.runsDir, `${r.name}.log`);
+      const code =
+        jobs === 1
+          ? await runTrainCommand(r.args.slice(1))
+          : await runChild([...r.args, '--no-progress'], log);
+      if (code !== 0)
+        throw new TrainerError(
+          'RUN_DIR',
+          `ablation: ${r.name} failed (exit ${code})${jobs === 1 ? '' : `; see ${log}`}`,
+        );
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(jobs, batch.length) }, worker));
+}
+
+/** The page with each arm's band across seeds, and the JSON summary beside it. */
+function writeAblationPage(plan: ReturnType<typeof planAblation>): void {
+  const { cfg, base, seeds, runs } = plan;
   const arms: AblationArm[] = ARMS.map(({ arm, label }) => ({
     label,
     runs: runs
@@ -156,51 +199,19 @@ export async function runAblationCommand(argv: string[]): Promise<number> {
         return { label: `${label} seed ${r.seed}`, records: readMetrics(metrics) };
       }),
   }));
-  const out = own.out ?? join(cfg.runsDir, `${base}-ablation.html`);
+  const out = plan.out ?? join(cfg.runsDir, `${base}-ablation.html`);
   const title = `agentrl ablation: ${base}, GRPO-RoC vs GRPO over seeds ${seeds.join(', ')}`;
   writeFileSync(out, renderAblationReport(title, arms));
   const summaryPath = out.replace(/\.html?$/, '') + '.json';
-  writeFileSync(
-    summaryPath,
-    `${JSON.stringify({ base, seeds, sharedSft: own.shareSft, runs: runs.map((r) => r.name), arms: summarizeAblation(arms) }, null, 2)}\n`,
-  );
+  const summary = {
+    base,
+    seeds,
+    sharedSft: plan.shareSft,
+    runs: runs.map((r) => r.name),
+    arms: summarizeAblation(arms),
+  };
+  writeFileSync(summaryPath, `${JSON.stringify(summary, null, 2)}\n`);
   process.stdout.write(`wrote ${out}\n  summary: ${summaryPath}\n`);
-  return 0;
-}
-
-/** Takes the ablation's own flags out of argv; the rest goes to every train run. */
-function splitOwnFlags(argv: string[]): {
-  seeds?: string;
-  jobs?: string;
-  name?: string;
-  out?: string;
-  reportOnly: boolean;
-  shareSft: boolean;
-  rest: string[];
-} {
-  const own: Record<string, string> = {};
-  let reportOnly = false;
-  let shareSft = false;
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const token = argv[i]!;
-    const eq = token.indexOf('=');
-    const name = token.startsWith('--') ? token.slice(2, eq === -1 ? undefined : eq) : '';
-    if (name === 'report-only' || name === 'share-sft') {
-      if (name === 'report-only') reportOnly = true;
-      else shareSft = true;
-      continue;
-    }
-    if (['seeds', 'jobs', 'name', 'out'].includes(name)) {
-      const value = eq === -1 ? argv[++i] : token.slice(eq + 1);
-      if (value === undefined || value.startsWith('--'))
-        throw new TrainerError('USAGE', `--${name} needs a value; see agentrl ablation --help`);
-      own[name] = value;
-      continue;
-    }
-    rest.push(token);
-  }
-  return { ...own, reportOnly, shareSft, rest };
 }
 
 function flatKeys(o: Record<string, unknown>, prefix = ''): string[] {

@@ -1,5 +1,6 @@
+import { type ParseArgsConfig, parseArgs as parseArgv } from 'node:util';
 import { setPath } from '../config/merge.js';
-import { type ConfigOption, findOption } from '../config/options.js';
+import { type ConfigOption, findOption, listConfigOptions } from '../config/options.js';
 import { TrainerError } from '../errors.js';
 
 /** A command-level flag (not a config leaf): name, value placeholder, description. */
@@ -18,63 +19,119 @@ export interface ParsedArgs {
   positionals: string[];
 }
 
+/** What a declared option name stands for: a command flag, or a config leaf (negated: `--no-<leaf>`). */
+type Target = { flag: CommandFlag } | { option: ConfigOption; negated: boolean };
+
 /**
- * Parses `--flag value`, `--flag=value`, `--no-<bool>` and `--<config.path> value`. Command flags
- * come first; any other `--a.b` must be a config leaf, converted to its type and checked later by zod.
+ * Parses `--flag value`, `--flag=value`, `--no-<bool>` and `--<config.path> value` with `node:util`
+ * parseArgs over a table of the command's flags and every config leaf. Non-strict tokens, checked
+ * here: strict mode would refuse `--rl.n -1` (a value that starts with a dash) and `--rl.roc=false`;
+ * unknown names and missing values get the errors below. Command flags win over config leaves;
+ * config values are converted to the leaf's type and checked later by zod.
  */
 export function parseArgs(argv: string[], commandFlags: CommandFlag[]): ParsedArgs {
-  const out: ParsedArgs = { flags: {}, overrides: {}, positionals: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const token = argv[i]!;
-    if (!token.startsWith('--')) {
-      out.positionals.push(token);
-      continue;
-    }
-    const eq = token.indexOf('=');
-    const name = token.slice(2, eq === -1 ? undefined : eq);
-    const inline = eq === -1 ? undefined : token.slice(eq + 1);
-    const takeValue = (): string => {
-      if (inline !== undefined) return inline;
-      const next = argv[i + 1];
-      if (next === undefined || (next.startsWith('--') && !/^--?\d/.test(next))) {
-        throw new TrainerError('USAGE', `--${name} needs a value; see --help`);
-      }
-      i++;
-      return next;
+  const targets = targetTable(commandFlags);
+  const options: NonNullable<ParseArgsConfig['options']> = {};
+  for (const [name, t] of targets)
+    options[name] = {
+      type: takesValue(t) ? 'string' : 'boolean',
+      multiple: 'flag' in t && !!t.flag.repeatable,
     };
-    const flag = commandFlags.find((f) => f.name === name);
-    if (flag) {
-      const value = flag.value ? takeValue() : true;
-      if (flag.sets) {
-        const target = findOption(flag.sets.path);
-        const converted =
-          flag.value && target ? convertValue(target, value as string) : flag.value ? value : flag.sets.value;
-        setPath(out.overrides, flag.sets.path.split('.'), converted);
-      } else if (flag.repeatable) {
-        const prev = out.flags[name];
-        out.flags[name] = [...(Array.isArray(prev) ? prev : []), value as string];
-      } else {
-        out.flags[name] = value;
+  const { tokens } = parseArgv({ args: argv, options, strict: false, allowPositionals: true, tokens: true });
+  const out: ParsedArgs = { flags: {}, overrides: {}, positionals: [] };
+  let boolWord = -1; // index of a `true`/`false` consumed as the value of the boolean leaf before it
+  for (const token of tokens) {
+    if (token.kind === 'positional') {
+      if (token.index !== boolWord) out.positionals.push(token.value);
+      continue;
+    }
+    if (token.kind === 'option-terminator') continue;
+    const target = targets.get(token.name);
+    if (!target)
+      throw new TrainerError(
+        'USAGE',
+        `unknown option ${token.rawName}; run with --help to list every option`,
+      );
+    let value = takesValue(target) ? requireValue(token.name, token.value, token.inlineValue) : token.value;
+    if (!takesValue(target) && 'option' in target && !target.negated && value === undefined) {
+      const next = argv[token.index + 1];
+      if (next === 'true' || next === 'false') {
+        value = next;
+        boolWord = token.index + 1;
       }
-      continue;
     }
-    const negated = name.startsWith('no-') ? findOption(name.slice(3)) : undefined;
-    if (negated?.type === 'boolean') {
-      setPath(out.overrides, negated.path, false);
-      continue;
-    }
-    const option = findOption(name);
-    if (!option)
-      throw new TrainerError('USAGE', `unknown option --${name}; run with --help to list every option`);
-    const raw =
-      option.type === 'boolean' && inline === undefined && !isBoolWord(argv[i + 1]) ? 'true' : takeValue();
-    setPath(out.overrides, option.path, convertValue(option, raw));
+    if ('flag' in target) applyFlag(out, target.flag, value);
+    else if (target.negated) {
+      if (value !== undefined) throw new TrainerError('USAGE', `--${token.name} takes no value; see --help`);
+      setPath(out.overrides, target.option.path, false);
+    } else setPath(out.overrides, target.option.path, convertValue(target.option, value ?? 'true'));
   }
   return out;
 }
 
-function isBoolWord(s: string | undefined): boolean {
-  return s === 'true' || s === 'false';
+/**
+ * Takes `flags` out of argv (with `node:util` parseArgs tokens) and leaves every other argument, in
+ * order, for another parser: `agentrl ablation` keeps its own flags and hands the rest to each run.
+ */
+export function splitFlags(
+  argv: string[],
+  flags: CommandFlag[],
+): { flags: ParsedArgs['flags']; rest: string[] } {
+  const options: NonNullable<ParseArgsConfig['options']> = {};
+  for (const f of flags) options[f.name] = { type: f.value ? 'string' : 'boolean' };
+  const { tokens } = parseArgv({ args: argv, options, strict: false, allowPositionals: true, tokens: true });
+  const out: ParsedArgs = { flags: {}, overrides: {}, positionals: [] };
+  const taken = new Set<number>();
+  for (const token of tokens) {
+    const flag = token.kind === 'option' ? flags.find((f) => f.name === token.name) : undefined;
+    if (!flag || token.kind !== 'option') continue;
+    applyFlag(out, flag, flag.value ? requireValue(token.name, token.value, token.inlineValue) : token.value);
+    taken.add(token.index);
+    if (flag.value && !token.inlineValue) taken.add(token.index + 1);
+  }
+  return { flags: out.flags, rest: argv.filter((_, i) => !taken.has(i)) };
+}
+
+/** Every name the command accepts: its own flags first, then each config leaf and `--no-<bool leaf>`. */
+function targetTable(commandFlags: CommandFlag[]): Map<string, Target> {
+  const table = new Map<string, Target>();
+  for (const option of listConfigOptions()) {
+    const name = option.path.join('.');
+    table.set(name, { option, negated: false });
+    if (option.type === 'boolean') table.set(`no-${name}`, { option, negated: true });
+  }
+  for (const flag of commandFlags) table.set(flag.name, { flag });
+  return table;
+}
+
+function takesValue(t: Target): boolean {
+  return 'flag' in t ? t.flag.value !== undefined : !t.negated && t.option.type !== 'boolean';
+}
+
+/**
+ * The value of `--name`, or a usage error when there is none: at the end of argv, or when the next
+ * argument is another option (`-1` and `--5` are values: negative numbers).
+ */
+function requireValue(name: string, value: string | undefined, inline: boolean | undefined): string {
+  if (value === undefined || (!inline && value.startsWith('--') && !/^--?\d/.test(value)))
+    throw new TrainerError('USAGE', `--${name} needs a value; see --help`);
+  return value;
+}
+
+function applyFlag(out: ParsedArgs, flag: CommandFlag, value: string | undefined): void {
+  if (!flag.value && value !== undefined)
+    throw new TrainerError('USAGE', `--${flag.name} takes no value; see --help`);
+  if (flag.sets) {
+    const target = findOption(flag.sets.path);
+    const converted =
+      value !== undefined && target ? convertValue(target, value) : (value ?? flag.sets.value);
+    setPath(out.overrides, flag.sets.path.split('.'), converted);
+  } else if (flag.repeatable) {
+    const prev = out.flags[flag.name];
+    out.flags[flag.name] = [...(Array.isArray(prev) ? prev : []), value as string];
+  } else {
+    out.flags[flag.name] = value ?? true;
+  }
 }
 
 /** Converts a flag string to the option's type; zod then validates ranges and reports the path. */

@@ -1,3 +1,4 @@
+import { type ExecutorCommand, executorFlagsOf } from '@agentrl/executor';
 import type { CommandFlag } from './args.js';
 
 /** Flags of `agentrl train` that are not plain config leaves. */
@@ -92,53 +93,15 @@ export const EVAL_FLAGS: CommandFlag[] = [
   { name: 'out', value: 'file', description: 'also write the result (and per-problem scores) as JSON here' },
 ];
 
-/** Flags of `agentrl executor serve|worker` (handed to @agentrl/executor's CLI). */
-export const SERVE_FLAGS: CommandFlag[] = [
-  { name: 'host', value: 'addr', description: 'listen address (default 127.0.0.1)' },
-  { name: 'port', value: 'int', description: 'listen port (default 8090)' },
-  {
-    name: 'redis',
-    value: 'url',
-    description: 'serve: queue calls in this Redis for workers; worker: take calls from it',
-  },
-  { name: 'prefix', value: 'str', description: 'Redis key prefix (default agentrl:exec:)' },
-  { name: 'batch-size', value: 'int', description: 'worker: calls taken per batch (default 64)' },
-  {
-    name: 'visibility-ms',
-    value: 'int',
-    description: 'worker: a batch not acknowledged in this time is retaken (default 30000)',
-  },
-  {
-    name: 'max-pending',
-    value: 'int',
-    description: 'serve: calls accepted at most; more are refused with 504 (default 100000)',
-  },
-  {
-    name: 'lease-ms',
-    value: 'int',
-    description: "serve --redis: a killed server's queued calls are dropped after this long (default 15000)",
-  },
-  {
-    name: 'reap-after-ms',
-    value: 'int',
-    description: 'worker: dead workers silent this long leave the consumer group (default 2 x visibility)',
-  },
-  {
-    name: 'connect-timeout-ms',
-    value: 'int',
-    description: 'with --redis: fail if Redis does not answer within this (default 5000)',
-  },
-  { name: 'concurrency', value: 'int', description: 'calls running at once (default 2 x cores)' },
-  { name: 'servers', value: 'int', description: 'warm fork servers (default: one per core)' },
-  { name: 'timeout-ms', value: 'int', description: 'wall-clock limit per call' },
-  { name: 'memory-mb', value: 'int', description: 'memory limit per call' },
-  { name: 'python', value: 'path', description: 'Python interpreter (default python3)' },
-  {
-    name: 'preload',
-    value: 'list',
-    description: 'modules the warm server imports before forking (default numpy,sympy)',
-  },
-];
+/** Flags of `agentrl executor serve|worker`: the executor's own table (@agentrl/executor declares them). */
+export function serveFlags(command: ExecutorCommand): CommandFlag[] {
+  return executorFlagsOf(command).map((f) => ({
+    name: f.name,
+    value: f.value,
+    description: f.description,
+    repeatable: f.multiple ?? false,
+  }));
+}
 
 /** Flags of `agentrl report`. */
 export const REPORT_FLAGS: CommandFlag[] = [

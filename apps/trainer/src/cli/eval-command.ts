@@ -6,7 +6,7 @@ import type { TrainConfig } from '../config/schema.js';
 import { loadDatasetFiles } from '../data/dataset.js';
 import { TrainerError } from '../errors.js';
 import { evaluate } from '../eval/evaluate.js';
-import { hashSeed } from '../rng.js';
+import { evalOptionsOf } from '../eval/options.js';
 import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
 import type { Problem } from '../task/problem.js';
@@ -74,16 +74,9 @@ export async function runEvalCommand(argv: string[]): Promise<number> {
   const env = await createEnvironment(cfg, { initDir: ckptDir, trainable: false });
   try {
     const factory = await createRunRolloutFactory(cfg, env);
-    const r = await evaluate(factory, problems, env.verify, {
-      k: cfg.eval.k,
-      temperature: cfg.eval.temperature,
-      maxResponseTokens: cfg.eval.maxResponseTokens,
-      maxTurnTokens: cfg.rl.maxTurnTokens,
-      seed: hashSeed(cfg.seed, 'eval'),
-      systemPrompt: cfg.task.systemPrompt,
-      // Dataset files are general maths: verify the boxed answer unless task.reward says otherwise.
-      rewardMode: data?.length && cfg.task.reward === 'auto' ? 'boxed' : rewardModeOf(cfg.task),
-    });
+    // Dataset files are general maths: verify the boxed answer unless task.reward says otherwise.
+    const rewardMode = data?.length && cfg.task.reward === 'auto' ? 'boxed' : rewardModeOf(cfg.task);
+    const r = await evaluate(factory, problems, env.verify, evalOptionsOf(cfg, rewardMode));
     process.stdout.write(
       `avg@${r.k} pass@1 ${(r.accuracy * 100).toFixed(2)}%  pass@${r.k} ${(r.passAtK * 100).toFixed(2)}%  ` +
         `on ${r.problems} problems (${skipped} rows skipped); tool use ${(r.toolUseRate * 100).toFixed(0)}%, ` +

@@ -1,6 +1,6 @@
 import { executorCli } from '@agentrl/executor';
 import { TrainerError } from '../errors.js';
-import { SERVE_FLAGS } from './commands.js';
+import { serveFlags } from './commands.js';
 import { renderHelp } from './help.js';
 
 /**
@@ -24,7 +24,7 @@ export async function runServeCommand(argv: string[]): Promise<number> {
               '--redis it queues calls for `agentrl executor worker` processes on any machine instead of running them.'
           : 'Takes calls from the Redis queue in batches and runs them in a local sandboxed pool (at-least-once,\n' +
               'acknowledged; a killed worker leaves its batch to be retaken).',
-        SERVE_FLAGS.filter((f) => sub === 'serve' || !['port', 'host'].includes(f.name)),
+        serveFlags(sub),
         false,
       ),
     );

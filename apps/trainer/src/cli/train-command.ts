@@ -6,11 +6,13 @@ import { TrainerError } from '../errors.js';
 import { createProgress, type Progress } from '../run/progress.js';
 import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
+import type { ProblemSplit } from '../task/problem.js';
 import { assertDeviceRuns, createEnvironment } from '../train/create-environment.js';
+import { prepareResume } from '../train/resume.js';
 import { loadSftSource } from '../train/sft-source.js';
 import { checkTokenBudget } from '../train/token-budget.js';
-import { prepareResume, train } from '../train/trainer.js';
-import { parseArgs } from './args.js';
+import { train } from '../train/trainer.js';
+import { type ParsedArgs, parseArgs } from './args.js';
 import { TRAIN_FLAGS } from './commands.js';
 import { renderHelp } from './help.js';
 
@@ -33,51 +35,17 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
   const args = parseArgs(argv, TRAIN_FLAGS);
   if (args.positionals.length)
     throw new TrainerError('USAGE', `unexpected argument "${args.positionals[0]}"; options start with --`);
-  const resumeDir = typeof args.flags.resume === 'string' ? args.flags.resume : undefined;
   const stopAfter =
     typeof args.flags['stop-after'] === 'string' ? Number(args.flags['stop-after']) : undefined;
   if (stopAfter !== undefined && !(Number.isInteger(stopAfter) && stopAfter >= 0)) {
     throw new TrainerError('USAGE', '--stop-after needs a non-negative integer');
   }
-
   // Under mpirun / srun: this process is one rank of a data-parallel job; rank 0 (the lead) alone
   // creates the run directory and writes to it. Without a launcher: one process, as always.
   const comm = createCommunicator();
   const lead = comm.rank === 0;
-  let run: RunDir;
-  let cfg: TrainConfig;
-  let resume: ReturnType<typeof prepareResume> = null;
-  let restart = false;
-  if (resumeDir) {
-    run = new RunDir(resumeDir);
-    // The run's own config is the truth; flags may only change how it is shown, not what it computes.
-    const saved = run.readConfig();
-    const allowed = Object.keys(args.overrides).filter((k) => k !== 'progress');
-    if (allowed.length || args.flags.config || args.flags.preset) {
-      throw new TrainerError(
-        'USAGE',
-        `--resume continues ${resumeDir} with its saved config; drop --config/--preset/option flags (${allowed.join(', ') || 'config'})`,
-      );
-    }
-    cfg = parseConfig(deepMerge(saved, args.overrides), `${run.configPath}`);
-    resume = prepareResume(run, { truncate: lead });
-    // Killed during SFT before its first checkpoint: nothing to continue from, so SFT starts over.
-    restart = resume === null;
-  } else {
-    cfg = resolveConfig({
-      preset: args.flags.preset as string | undefined,
-      file: args.flags.config as string | undefined,
-      overrides: args.overrides,
-    });
-    run = RunDir.forConfig(cfg);
-    if (lead) run.assertCreatable({ overwrite: Boolean(args.flags.overwrite) });
-  }
-  if (comm.size > 1 && cfg.device !== 'cpu') {
-    throw new TrainerError(
-      'USAGE',
-      `--device ${cfg.device} with ${comm.size} ranks needs NCCL/RCCL gradients, which are planned; data-parallel ranks train on the cpu device today`,
-    );
-  }
+  const { run, cfg, resume, restart, isNew } = openRun(args, lead);
+  assertRanksSupported(cfg, comm.size);
   if (args.flags['print-config']) {
     if (lead) process.stdout.write(`${JSON.stringify(cfg, null, 2)}\n`);
     comm.finalize();
@@ -98,16 +66,8 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     const sftDemos = resume?.state.sftDone
       ? null
       : await loadSftSource(cfg, split.train, (l) => progress.log(l));
-    if (!resumeDir && lead) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
-    progress.log(
-      resume
-        ? resume.state.sftDone
-          ? `resuming ${run.root} at RL step ${resume.state.rlStep} (${resume.checkpointDir})`
-          : `resuming ${run.root} in SFT after step ${resume.state.sftStep} (${resume.checkpointDir})`
-        : restart
-          ? `resuming ${run.root}: no checkpoint yet (stopped during SFT before its first one), restarting SFT`
-          : `run ${run.root}: ${split.train.length} training / ${split.heldOut.length} held-out problems`,
-    );
+    if (isNew && lead) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
+    progress.log(startLine(run, split, resume, restart));
     const result = await train({
       cfg,
       run,
@@ -131,4 +91,62 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
   } finally {
     await env.close();
   }
+}
+
+interface OpenedRun {
+  run: RunDir;
+  cfg: TrainConfig;
+  resume: ReturnType<typeof prepareResume>;
+  /** --resume of a run killed during SFT before its first checkpoint: SFT starts over. */
+  restart: boolean;
+  /** Not --resume: the run directory is created once the data and the environment are ready. */
+  isNew: boolean;
+}
+
+/** The run directory and config: a new run from preset, file and flags, or --resume of a saved one. */
+function openRun(args: ParsedArgs, lead: boolean): OpenedRun {
+  const resumeDir = typeof args.flags.resume === 'string' ? args.flags.resume : undefined;
+  if (!resumeDir) {
+    const cfg = resolveConfig({
+      preset: args.flags.preset as string | undefined,
+      file: args.flags.config as string | undefined,
+      overrides: args.overrides,
+    });
+    const run = RunDir.forConfig(cfg);
+    if (lead) run.assertCreatable({ overwrite: Boolean(args.flags.overwrite) });
+    return { run, cfg, resume: null, restart: false, isNew: true };
+  }
+  const run = new RunDir(resumeDir);
+  // The run's own config is the truth; flags may only change how it is shown, not what it computes.
+  const saved = run.readConfig();
+  const allowed = Object.keys(args.overrides).filter((k) => k !== 'progress');
+  if (allowed.length || args.flags.config || args.flags.preset) {
+    throw new TrainerError(
+      'USAGE',
+      `--resume continues ${resumeDir} with its saved config; drop --config/--preset/option flags (${allowed.join(', ') || 'config'})`,
+    );
+  }
+  const cfg = parseConfig(deepMerge(saved, args.overrides), `${run.configPath}`);
+  const resume = prepareResume(run, { truncate: lead });
+  return { run, cfg, resume, restart: resume === null, isNew: false };
+}
+
+/** What a data-parallel job (more than one rank) cannot do yet stops here, with what to do instead. */
+function assertRanksSupported(cfg: TrainConfig, ranks: number): void {
+  if (ranks > 1 && cfg.device !== 'cpu') {
+    throw new TrainerError(
+      'USAGE',
+      `--device ${cfg.device} with ${ranks} ranks needs NCCL/RCCL gradients, which are planned; data-parallel ranks train on the cpu device today`,
+    );
+  }
+}
+
+function startLine(run: RunDir, split: ProblemSplit, resume: OpenedRun['resume'], restart: boolean): string {
+  if (resume)
+    return resume.state.sftDone
+      ? `resuming ${run.root} at RL step ${resume.state.rlStep} (${resume.checkpointDir})`
+      : `resuming ${run.root} in SFT after step ${resume.state.sftStep} (${resume.checkpointDir})`;
+  return restart
+    ? `resuming ${run.root}: no checkpoint yet (stopped during SFT before its first one), restarting SFT`
+    : `run ${run.root}: ${split.train.length} training / ${split.heldOut.length} held-out problems`;
 }
