@@ -31,31 +31,31 @@ export interface AggregationOptions {
 function check(layout: LossLayout, options: AggregationOptions, tokens: number): void {
   if (!LossAggregationModeSchema.safeParse(options.mode).success)
     throw new GrpoError(
-      GrpoErrorCode.InvalidConfig,
+      GrpoErrorCode.INVALID_CONFIG,
       `is "${options.mode}": use one of token-mean, seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm`,
       { field: 'mode' },
     );
   const cu = layout.cuSeqlens;
   if (cu.length < 1 || cu[0] !== 0 || cu[cu.length - 1] !== tokens)
     throw new GrpoError(
-      GrpoErrorCode.InvalidInput,
+      GrpoErrorCode.INVALID_INPUT,
       `must start at 0 and end at the ${tokens} tokens (got ${cu[0]} .. ${cu[cu.length - 1]})`,
       { field: 'cuSeqlens' },
     );
   for (let s = 1; s < cu.length; s++)
     if (cu[s]! < cu[s - 1]!)
-      throw new GrpoError(GrpoErrorCode.InvalidInput, `decreases at ${s} (${cu[s - 1]} then ${cu[s]})`, {
+      throw new GrpoError(GrpoErrorCode.INVALID_INPUT, `decreases at ${s} (${cu[s - 1]} then ${cu[s]})`, {
         field: 'cuSeqlens',
       });
   if (layout.lossMask.length !== tokens)
     throw new GrpoError(
-      GrpoErrorCode.InvalidInput,
+      GrpoErrorCode.INVALID_INPUT,
       `has ${layout.lossMask.length} entries, the loss has ${tokens}`,
       { field: 'lossMask' },
     );
   if (options.mode === 'seq-mean-token-sum-norm' && !(options.horizon! > 0))
     throw new GrpoError(
-      GrpoErrorCode.InvalidConfig,
+      GrpoErrorCode.INVALID_CONFIG,
       `is ${options.horizon}: seq-mean-token-sum-norm needs a positive constant horizon (the max response length)`,
       { field: 'horizon' },
     );

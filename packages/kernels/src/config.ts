@@ -74,14 +74,18 @@ export function parsePolicyLossConfig(input: PolicyLossConfigInput = {}): Policy
   if (!r.success) {
     const issue = r.error.issues[0];
     const field = issue?.path.join('.') || 'config';
-    throw new KernelError(KernelErrorCode.InvalidConfig, `is invalid: ${issue?.message ?? r.error.message}`, {
-      argument: `config.${field}`,
-    });
+    throw new KernelError(
+      KernelErrorCode.INVALID_CONFIG,
+      `is invalid: ${issue?.message ?? r.error.message}`,
+      {
+        argument: `config.${field}`,
+      },
+    );
   }
   const cfg = r.data;
   if (cfg.aggregation === 'seq-mean-token-sum-norm' && cfg.horizon === undefined) {
     throw new KernelError(
-      KernelErrorCode.InvalidConfig,
+      KernelErrorCode.INVALID_CONFIG,
       'is missing: seq-mean-token-sum-norm needs a constant horizon (the max response length of the run)',
       { argument: 'config.horizon' },
     );

@@ -1,24 +1,25 @@
-/** What went wrong, for callers that branch on it. */
-export const DistErrorCode = {
-  /** A bad argument (wrong dtype, length, root out of range). */
-  INVALID_ARGUMENT: 'DIST_INVALID_ARGUMENT',
-  /** MPI / NCCL cannot be loaded or used here; the message says why and what to install. */
-  UNAVAILABLE: 'DIST_UNAVAILABLE',
-  /** The library reported an error. */
-  NATIVE_FAILURE: 'DIST_NATIVE_FAILURE',
-  /** Ranks disagree on something that must be the same everywhere. */
-  MISMATCH: 'DIST_MISMATCH',
-} as const;
-export type DistErrorCode = (typeof DistErrorCode)[keyof typeof DistErrorCode];
+import {
+  AgentrlError,
+  defineErrorCodes,
+  type ErrorCodeInput,
+  type ErrorCodeOf,
+  errorCode,
+} from '@agentrl/protocol';
+
+/** What went wrong (`DIST_*`), for callers that branch on it. The native addon throws the same strings. */
+export const DistErrorCode = defineErrorCodes('DIST', {
+  INVALID_ARGUMENT: 'a bad argument (wrong dtype, length, root out of range)',
+  UNAVAILABLE: 'MPI / NCCL cannot be loaded or used here; the message says why and what to install',
+  NATIVE_FAILURE: 'the communication library reported an error',
+});
+export type DistErrorCode = ErrorCodeOf<typeof DistErrorCode>;
 
 /** The one error class of @agentrl/parallel. */
-export class DistError extends Error {
+export class DistError extends AgentrlError<DistErrorCode> {
   override readonly name = 'DistError';
-  readonly code: DistErrorCode;
 
-  constructor(code: DistErrorCode, message: string, options?: { cause?: unknown }) {
-    super(`dist: ${message}`, options);
-    this.code = code;
+  constructor(code: ErrorCodeInput<typeof DistErrorCode>, message: string, options?: { cause?: unknown }) {
+    super(errorCode(DistErrorCode, code), `dist: ${message}`, options);
   }
 }
 

@@ -29,8 +29,8 @@ export function defineErrorCodes<const P extends string, const T extends Record<
   prefix: P,
   descriptions: T,
 ): ErrorCodeTable<P, T> {
-  if (!/^[A-Z][A-Z0-9]*$/.test(prefix)) {
-    throw new TypeError(`defineErrorCodes: prefix "${prefix}" must be upper case letters and digits`);
+  if (!/^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/.test(prefix)) {
+    throw new TypeError(`defineErrorCodes: prefix "${prefix}" must be UPPER_SNAKE_CASE (MATH_VERIFY)`);
   }
   const table: Record<string, string> = {};
   for (const key of Object.keys(descriptions)) {
@@ -45,6 +45,22 @@ export function defineErrorCodes<const P extends string, const T extends Record<
 }
 
 const DESCRIPTIONS = new Map<string, string>();
+
+/** A code of `Table` as a call site may write it: its key (`'INVALID_CONFIG'`) or its full code. */
+export type ErrorCodeInput<Table> = (keyof Table & string) | Table[keyof Table];
+
+/**
+ * The full code for a key or a full code of `table`, so `new EngineError('INVALID_CONFIG', …)` and
+ * `new EngineError(EngineErrorCode.INVALID_CONFIG, …)` both carry `ENGINE_INVALID_CONFIG`.
+ */
+export function errorCode<Table extends Readonly<Record<string, string>>>(
+  table: Table,
+  code: ErrorCodeInput<Table>,
+): Table[keyof Table] {
+  if (Object.hasOwn(table, code)) return table[code as keyof Table];
+  if ((Object.values(table) as string[]).includes(code)) return code as Table[keyof Table];
+  throw new TypeError(`errorCode: "${code}" is neither a key nor a code of this table`);
+}
 
 /** What a code means, as its package declared it; undefined for a code no package defined. */
 export function describeErrorCode(code: string): string | undefined {

@@ -2,8 +2,10 @@ export {
   AgentrlError,
   defineErrorCodes,
   describeErrorCode,
+  type ErrorCodeInput,
   type ErrorCodeOf,
   type ErrorCodeTable,
+  errorCode,
   isAgentrlError,
 } from './errors.js';
 export {

@@ -1,12 +1,12 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { hashSeed } from '@agentrl/protocol';
 import { parseConfig, resolveConfig } from '../config/load.js';
 import { deepMerge } from '../config/merge.js';
 import type { TrainConfig } from '../config/schema.js';
 import { loadDatasetFiles } from '../data/dataset.js';
 import { TrainerError } from '../errors.js';
 import { evaluate } from '../eval/evaluate.js';
-import { hashSeed } from '../rng.js';
 import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
 import type { Problem } from '../task/problem.js';

@@ -81,7 +81,7 @@ describe('config', () => {
       TRAIN_FLAGS,
     );
     const err = configError(() => resolveConfig({ overrides: args.overrides }));
-    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.code).toBe('TRAINER_CONFIG_INVALID');
     expect(err.message).toMatch(/rl\.n:/);
     expect(err.message).toMatch(/model\.hiddenSize:/);
     expect(err.message).toMatch(/rl\.aggregation:/);
@@ -91,7 +91,7 @@ describe('config', () => {
     const file = join(tmp, 'typo.json');
     writeFileSync(file, JSON.stringify({ rl: { learningRate: 1 } }));
     expect(configError(() => resolveConfig({ file })).message).toMatch(/rl.*learningRate/);
-    expect(configError(() => parseArgs(['--rl.learningRate', '1'], TRAIN_FLAGS)).code).toBe('USAGE');
+    expect(configError(() => parseArgs(['--rl.learningRate', '1'], TRAIN_FLAGS)).code).toBe('TRAINER_USAGE');
   });
 
   it('says what to fix for a bad file, a bad preset and oversample < n', () => {

@@ -7,8 +7,8 @@ import {
 } from '@agentrl/grpo';
 import { allgatherJson, createCommunicator, shardRange } from '@agentrl/parallel';
 import type { Group, Trajectory } from '@agentrl/protocol';
+import { hashSeed } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
-import { hashSeed } from '../rng.js';
 import { buildPrompt } from '../task/chat-format.js';
 import type { Problem } from '../task/problem.js';
 import { withoutEngineFailures } from './engine-failures.js';

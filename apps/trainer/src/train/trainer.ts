@@ -1,10 +1,10 @@
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createCommunicator } from '@agentrl/parallel';
+import { hashSeed } from '@agentrl/protocol';
 import { formatToolOutcome, wrapToolResponse } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import { evaluate } from '../eval/evaluate.js';
-import { hashSeed } from '../rng.js';
 import { MetricsLog, type MetricsRecord } from '../run/metrics-log.js';
 import type { Progress } from '../run/progress.js';
 import { renderReport } from '../run/report.js';

@@ -86,7 +86,7 @@ export async function webgpuPolicyLoss(
   const rowsPerChunk = Math.floor(Math.min(maxBinding, maxChunkBytes ?? maxBinding) / (V * 4));
   if (rowsPerChunk < 1) {
     throw new KernelError(
-      KernelErrorCode.InvalidArgument,
+      KernelErrorCode.INVALID_ARGUMENT,
       `row of ${V} floats exceeds the WebGPU binding limit (${maxBinding} bytes)`,
       { argument: 'vocabSize' },
     );
