@@ -1,10 +1,4 @@
-import {
-  AgentrlError,
-  defineErrorCodes,
-  type ErrorCodeInput,
-  type ErrorCodeOf,
-  errorCode,
-} from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /** Error codes of the trainer (`TRAINER_*`); callers branch on `code`, people read `message`. */
 export const TrainerErrorCode = defineErrorCodes('TRAINER', {
@@ -22,13 +16,7 @@ export const TrainerErrorCode = defineErrorCodes('TRAINER', {
 export type TrainerErrorCode = ErrorCodeOf<typeof TrainerErrorCode>;
 
 /** The one error class of the trainer. Messages say what was wrong and what to do. */
-export class TrainerError extends AgentrlError<TrainerErrorCode> {
-  override readonly name = 'TrainerError';
-
-  constructor(code: ErrorCodeInput<typeof TrainerErrorCode>, message: string, options?: { cause?: unknown }) {
-    super(errorCode(TrainerErrorCode, code), message, options);
-  }
-}
+export class TrainerError extends errorClass('TrainerError', TrainerErrorCode) {}
 
 const CALLED_WRONG: readonly string[] = [
   TrainerErrorCode.USAGE,

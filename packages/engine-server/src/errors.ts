@@ -1,10 +1,4 @@
-import {
-  AgentrlError,
-  defineErrorCodes,
-  type ErrorCodeInput,
-  type ErrorCodeOf,
-  errorCode,
-} from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /**
  * Every way @agentrl/engine-server fails (`ESERVER_*`); callers branch on `code`, never on the
@@ -19,26 +13,18 @@ export const EngineServerErrorCode = defineErrorCodes('ESERVER', {
 });
 export type EngineServerErrorCode = ErrorCodeOf<typeof EngineServerErrorCode>;
 
-const STATUS: Record<keyof typeof EngineServerErrorCode, number> = {
-  INVALID_REQUEST: 400,
-  UNSUPPORTED_FIELD: 400,
-  MODEL_NOT_FOUND: 404,
-  CHECKPOINT: 500,
-  WEIGHTS_REFUSED: 400,
+const STATUS: Record<EngineServerErrorCode, number> = {
+  [EngineServerErrorCode.INVALID_REQUEST]: 400,
+  [EngineServerErrorCode.UNSUPPORTED_FIELD]: 400,
+  [EngineServerErrorCode.MODEL_NOT_FOUND]: 404,
+  [EngineServerErrorCode.CHECKPOINT]: 500,
+  [EngineServerErrorCode.WEIGHTS_REFUSED]: 400,
 };
 
-/** The one error class of @agentrl/engine-server; `status` is the HTTP status it answers with. */
-export class EngineServerError extends AgentrlError<EngineServerErrorCode> {
-  override readonly name = 'EngineServerError';
-  readonly status: number;
-
-  constructor(
-    code: ErrorCodeInput<typeof EngineServerErrorCode>,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    const full = errorCode(EngineServerErrorCode, code);
-    super(full, message, options);
-    this.status = STATUS[full.slice('ESERVER_'.length) as keyof typeof EngineServerErrorCode];
+/** The one error class of @agentrl/engine-server. */
+export class EngineServerError extends errorClass('EngineServerError', EngineServerErrorCode) {
+  /** The HTTP status it answers with. */
+  get status(): number {
+    return STATUS[this.code];
   }
 }

@@ -1,10 +1,4 @@
-import {
-  AgentrlError,
-  defineErrorCodes,
-  type ErrorCodeInput,
-  type ErrorCodeOf,
-  errorCode,
-} from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /** What went wrong (`ENGINE_*`), for callers that branch on it. */
 export const EngineErrorCode = defineErrorCodes('ENGINE', {
@@ -25,10 +19,4 @@ export const EngineErrorCode = defineErrorCodes('ENGINE', {
 export type EngineErrorCode = ErrorCodeOf<typeof EngineErrorCode>;
 
 /** The one error class of @agentrl/engine: `code` says what kind, the message says what to do. */
-export class EngineError extends AgentrlError<EngineErrorCode> {
-  override readonly name = 'EngineError';
-
-  constructor(code: ErrorCodeInput<typeof EngineErrorCode>, message: string, options?: { cause?: unknown }) {
-    super(errorCode(EngineErrorCode, code), `engine: ${message}`, options);
-  }
-}
+export class EngineError extends errorClass('EngineError', EngineErrorCode, 'engine') {}

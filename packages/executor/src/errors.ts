@@ -1,10 +1,4 @@
-import {
-  AgentrlError,
-  defineErrorCodes,
-  type ErrorCodeInput,
-  type ErrorCodeOf,
-  errorCode,
-} from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /**
  * Why an executor operation failed (`EXECUTOR_*`; not how a program ended: that is a ToolOutcome
@@ -25,14 +19,4 @@ export const ExecutorErrorCode = defineErrorCodes('EXECUTOR', {
 export type ExecutorErrorCode = ErrorCodeOf<typeof ExecutorErrorCode>;
 
 /** The one error class of @agentrl/executor; branch on `code`. */
-export class ExecutorError extends AgentrlError<ExecutorErrorCode> {
-  override readonly name = 'ExecutorError';
-
-  constructor(
-    code: ErrorCodeInput<typeof ExecutorErrorCode>,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(errorCode(ExecutorErrorCode, code), `executor: ${message}`, options);
-  }
-}
+export class ExecutorError extends errorClass('ExecutorError', ExecutorErrorCode, 'executor') {}

@@ -1,10 +1,4 @@
-import {
-  AgentrlError,
-  defineErrorCodes,
-  type ErrorCodeInput,
-  type ErrorCodeOf,
-  errorCode,
-} from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /** Error codes of @agentrl/grpo (`GRPO_*`); callers branch on `error.code`, never on the message. */
 export const GrpoErrorCode = defineErrorCodes('GRPO', {
@@ -19,17 +13,4 @@ export type GrpoErrorCode = ErrorCodeOf<typeof GrpoErrorCode>;
  * The one error class of the package. `field` names the offending input the way a reader would
  * index it, e.g. `groups[3].trajectories[7].reward`, so a bad batch points at its own row.
  */
-export class GrpoError extends AgentrlError<GrpoErrorCode> {
-  override readonly name = 'GrpoError';
-  readonly field: string | undefined;
-
-  constructor(
-    code: ErrorCodeInput<typeof GrpoErrorCode>,
-    message: string,
-    options: { field?: string; cause?: unknown } = {},
-  ) {
-    const where = options.field ? `${options.field} ` : '';
-    super(errorCode(GrpoErrorCode, code), `grpo: ${where}${message}`, { cause: options.cause });
-    this.field = options.field;
-  }
-}
+export class GrpoError extends errorClass('GrpoError', GrpoErrorCode, 'grpo') {}

@@ -111,15 +111,17 @@ export function aggregateLoss(
 
 /**
  * d(aggregateLoss)/d(tokenLoss[i]) for every token: the weight the policy-loss kernels multiply
- * each token's loss gradient by. 0 on masked-out tokens. The aggregate is linear in the token
+ * each token's loss gradient by, in float64. 0 on masked-out tokens. The one TS source of these
+ * weights: @agentrl/kernels' reference and WebGPU backend call it, and its tests check the native
+ * kernels (native/src/kernels/token_math.h) against it. The aggregate is linear in the token
  * losses, so `aggregateLoss === Σ weights[i] * tokenLoss[i]` over masked tokens.
  */
-export function lossGradientWeights(layout: LossLayout, options: AggregationOptions): Float32Array {
+export function lossGradientWeights(layout: LossLayout, options: AggregationOptions): Float64Array {
   const tokens = layout.lossMask.length;
   check(layout, options, tokens);
   const { lossMask: mask, cuSeqlens: cu } = layout;
   const S = cu.length - 1;
-  const out = new Float32Array(tokens);
+  const out = new Float64Array(tokens);
   let count = 0;
   for (let i = 0; i < tokens; i++) if (mask[i] === 1) count++;
   const seqs = options.seqCount ?? S;

@@ -1,9 +1,9 @@
+import { LossAggregationModeSchema } from '@agentrl/grpo';
 import { z } from 'zod';
 import { KernelError, KernelErrorCode } from './errors.js';
 
-export const AggregationModeSchema = z
-  .enum(['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'])
-  .describe("how per-token losses become one scalar; same definitions as @agentrl/grpo's aggregateLoss");
+/** @agentrl/grpo's aggregation modes: the weights come from its `lossGradientWeights`. */
+export const AggregationModeSchema = LossAggregationModeSchema;
 export type AggregationMode = z.infer<typeof AggregationModeSchema>;
 
 /** The policy-loss knobs; defaults are the rStar2-Agent recipe (clip-higher 0.2/0.28, dual clip 3, token-mean). */
@@ -78,7 +78,7 @@ export function parsePolicyLossConfig(input: PolicyLossConfigInput = {}): Policy
       KernelErrorCode.INVALID_CONFIG,
       `is invalid: ${issue?.message ?? r.error.message}`,
       {
-        argument: `config.${field}`,
+        field: `config.${field}`,
       },
     );
   }
@@ -87,7 +87,7 @@ export function parsePolicyLossConfig(input: PolicyLossConfigInput = {}): Policy
     throw new KernelError(
       KernelErrorCode.INVALID_CONFIG,
       'is missing: seq-mean-token-sum-norm needs a constant horizon (the max response length of the run)',
-      { argument: 'config.horizon' },
+      { field: 'config.horizon' },
     );
   }
   return cfg;

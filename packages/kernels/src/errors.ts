@@ -1,10 +1,4 @@
-import {
-  AgentrlError,
-  defineErrorCodes,
-  type ErrorCodeInput,
-  type ErrorCodeOf,
-  errorCode,
-} from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /**
  * Error codes of @agentrl/kernels (`KERNELS_*`); callers branch on `error.code`, never on the
@@ -19,18 +13,5 @@ export const KernelErrorCode = defineErrorCodes('KERNELS', {
 });
 export type KernelErrorCode = ErrorCodeOf<typeof KernelErrorCode>;
 
-/** The one error class of the package; `argument` names the offending input when there is one. */
-export class KernelError extends AgentrlError<KernelErrorCode> {
-  override readonly name = 'KernelError';
-  readonly argument: string | undefined;
-
-  constructor(
-    code: ErrorCodeInput<typeof KernelErrorCode>,
-    message: string,
-    options: { argument?: string; cause?: unknown } = {},
-  ) {
-    const what = options.argument ? `${options.argument} ` : '';
-    super(errorCode(KernelErrorCode, code), `kernels: ${what}${message}`, { cause: options.cause });
-    this.argument = options.argument;
-  }
-}
+/** The one error class of the package; `field` names the offending argument when there is one. */
+export class KernelError extends errorClass('KernelError', KernelErrorCode, 'kernels') {}

@@ -27,14 +27,14 @@ function backendOf(options: PolicyLossOptions, allowed: readonly Backend[]): Bac
     throw new KernelError(
       KernelErrorCode.INVALID_CONFIG,
       `is "${String(b)}": use one of ${BACKENDS.join(', ')}`,
-      { argument: 'options.backend' },
+      { field: 'options.backend' },
     );
   }
   if (!allowed.includes(b)) {
     throw new KernelError(
       KernelErrorCode.INVALID_CONFIG,
       `"${b}" is not available here: use one of ${allowed.join(', ')}`,
-      { argument: 'options.backend' },
+      { field: 'options.backend' },
     );
   }
   return b;
@@ -110,7 +110,7 @@ export function fusedLinearPolicyLoss(
     throw new KernelError(
       KernelErrorCode.INVALID_CONFIG,
       'needs dWeightOut: there is nothing to accumulate into',
-      { argument: 'options.accumulate' },
+      { field: 'options.accumulate' },
     );
   }
   if (backend === 'reference') {

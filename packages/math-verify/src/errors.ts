@@ -1,10 +1,4 @@
-import {
-  AgentrlError,
-  defineErrorCodes,
-  type ErrorCodeInput,
-  type ErrorCodeOf,
-  errorCode,
-} from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /** Codes of `MathVerifyError` (`MATH_VERIFY_*`); verification itself never throws, only misuse does. */
 export const MathVerifyErrorCode = defineErrorCodes('MATH_VERIFY', {
@@ -14,14 +8,4 @@ export const MathVerifyErrorCode = defineErrorCodes('MATH_VERIFY', {
 export type MathVerifyErrorCode = ErrorCodeOf<typeof MathVerifyErrorCode>;
 
 /** The one error class of @agentrl/math-verify. */
-export class MathVerifyError extends AgentrlError<MathVerifyErrorCode> {
-  override readonly name = 'MathVerifyError';
-
-  constructor(
-    code: ErrorCodeInput<typeof MathVerifyErrorCode>,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(errorCode(MathVerifyErrorCode, code), message, options);
-  }
-}
+export class MathVerifyError extends errorClass('MathVerifyError', MathVerifyErrorCode) {}

@@ -1,10 +1,4 @@
-import {
-  AgentrlError,
-  defineErrorCodes,
-  type ErrorCodeInput,
-  type ErrorCodeOf,
-  errorCode,
-} from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /** What went wrong (`DIST_*`), for callers that branch on it. The native addon throws the same strings. */
 export const DistErrorCode = defineErrorCodes('DIST', {
@@ -15,13 +9,7 @@ export const DistErrorCode = defineErrorCodes('DIST', {
 export type DistErrorCode = ErrorCodeOf<typeof DistErrorCode>;
 
 /** The one error class of @agentrl/parallel. */
-export class DistError extends AgentrlError<DistErrorCode> {
-  override readonly name = 'DistError';
-
-  constructor(code: ErrorCodeInput<typeof DistErrorCode>, message: string, options?: { cause?: unknown }) {
-    super(errorCode(DistErrorCode, code), `dist: ${message}`, options);
-  }
-}
+export class DistError extends errorClass('DistError', DistErrorCode, 'dist') {}
 
 /** Re-throws a native error (which carries a DIST_* `code`) as a DistError. */
 export function fromNative(err: unknown): never {

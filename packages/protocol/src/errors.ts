@@ -71,3 +71,43 @@ export function describeErrorCode(code: string): string | undefined {
 export function isAgentrlError(err: unknown, prefix?: string): err is AgentrlError {
   return err instanceof AgentrlError && (prefix === undefined || err.code.startsWith(`${prefix}_`));
 }
+
+/** What a package error's constructor takes besides code and message. */
+export interface PackageErrorOptions {
+  cause?: unknown;
+  /** The offending input, named as a reader would index it (`groups[3].reward`, `options.backend`). */
+  field?: string;
+}
+
+/** A package's error class, as `errorClass` makes it. */
+export interface PackageErrorClass<Table extends Readonly<Record<string, string>>> {
+  new (
+    code: ErrorCodeInput<Table>,
+    message: string,
+    options?: PackageErrorOptions,
+  ): AgentrlError<Table[keyof Table]> & { readonly field: string | undefined };
+}
+
+/**
+ * The base of a package's one error class: `class EngineError extends errorClass('EngineError',
+ * EngineErrorCode, 'engine') {}`. The constructor takes a key or a full code of `table`; the message
+ * reads `engine: <field> <message>` (no scope prefix when `scope` is empty).
+ */
+export function errorClass<Table extends Readonly<Record<string, string>>>(
+  name: string,
+  table: Table,
+  scope = '',
+): PackageErrorClass<Table> {
+  return class extends AgentrlError<Table[keyof Table]> {
+    override readonly name = name;
+    readonly field: string | undefined;
+
+    constructor(code: ErrorCodeInput<Table>, message: string, options: PackageErrorOptions = {}) {
+      const where = options.field ? `${options.field} ` : '';
+      super(errorCode(table, code), `${scope ? `${scope}: ` : ''}${where}${message}`, {
+        cause: options.cause,
+      });
+      this.field = options.field;
+    }
+  };
+}

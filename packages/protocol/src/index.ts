@@ -5,8 +5,11 @@ export {
   type ErrorCodeInput,
   type ErrorCodeOf,
   type ErrorCodeTable,
+  errorClass,
   errorCode,
   isAgentrlError,
+  type PackageErrorClass,
+  type PackageErrorOptions,
 } from './errors.js';
 export {
   type Chat,

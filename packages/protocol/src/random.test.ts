@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { AgentrlError, defineErrorCodes, describeErrorCode, errorCode, isAgentrlError } from './errors.js';
+import {
+  AgentrlError,
+  defineErrorCodes,
+  describeErrorCode,
+  errorClass,
+  errorCode,
+  isAgentrlError,
+} from './errors.js';
 import { fnv1a, hashSeed, Rng } from './random.js';
 
 describe('Rng', () => {
@@ -94,6 +101,23 @@ describe('error base', () => {
     expect(() => errorCode(Codes, 'OTHER_GONE' as 'GONE')).toThrow(
       /"OTHER_GONE" is neither a key nor a code/,
     );
+  });
+
+  it('makes a package error class: name, full code, scope and field in the message, cause kept', () => {
+    class DemoError extends errorClass('DemoError', Codes, 'demo') {}
+    const cause = new Error('root');
+    const err = new DemoError('BAD_INPUT', 'is 3; use 1 or 2', { field: 'options.n', cause });
+    expect(err).toBeInstanceOf(AgentrlError);
+    expect(err).toBeInstanceOf(DemoError);
+    expect([err.name, err.code, err.field, err.cause]).toEqual([
+      'DemoError',
+      'DEMO_BAD_INPUT',
+      'options.n',
+      cause,
+    ]);
+    expect(err.message).toBe('demo: options.n is 3; use 1 or 2');
+    const bare = new (errorClass('BareError', Codes))(Codes.GONE, 'gone');
+    expect([bare.message, bare.field]).toEqual(['gone', undefined]);
   });
 
   it('refuses keys and prefixes that are not upper snake case', () => {

@@ -35,7 +35,7 @@ export function rowStats(
         throw new KernelError(
           KernelErrorCode.INVALID_ARGUMENT,
           `has ${x} at row ${t}, column ${j}: logits must be finite or -inf`,
-          { argument },
+          { field: argument },
         );
       }
       const z = x / temperature;
@@ -45,7 +45,7 @@ export function rowStats(
       throw new KernelError(
         KernelErrorCode.INVALID_ARGUMENT,
         `row ${t} is all -inf: no token has any probability`,
-        { argument },
+        { field: argument },
       );
     }
     let s = 0;

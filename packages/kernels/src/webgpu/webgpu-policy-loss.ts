@@ -88,7 +88,7 @@ export async function webgpuPolicyLoss(
     throw new KernelError(
       KernelErrorCode.INVALID_ARGUMENT,
       `row of ${V} floats exceeds the WebGPU binding limit (${maxBinding} bytes)`,
-      { argument: 'vocabSize' },
+      { field: 'vocabSize' },
     );
   }
   const { stats: statsPipe, grad: gradPipe } = pipelinesFor(device);
