@@ -42,47 +42,53 @@ async function alone(inp: PolicyLossInputs, t: number): Promise<{ row: Float64Ar
   const T = inp.targets.length;
   const lossMask = new Uint8Array(T);
   lossMask[t] = 1;
-  const one = await policyLoss({ ...inp, lossMask, cuSeqlens: Int32Array.from([0, T]) }, { backend: 'reference' });
+  const one = await policyLoss(
+    { ...inp, lossMask, cuSeqlens: Int32Array.from([0, T]) },
+    { backend: 'reference' },
+  );
   const V = inp.vocabSize;
   return { row: Float64Array.from(one.dlogits.subarray(t * V, (t + 1) * V)), loss: one.loss };
 }
 
-describe.each(['cpu', 'webgpu', 'cuda', 'hip'] as const)('aggregation weights of the %s kernel', (backend) => {
-  const skip = !runnable(backend);
+describe.each(['cpu', 'webgpu', 'cuda', 'hip'] as const)(
+  'aggregation weights of the %s kernel',
+  (backend) => {
+    const skip = !runnable(backend);
 
-  it.skipIf(skip).each(CASES)(`are lossGradientWeights' for %o`, async (options) => {
-    const inp = inputs();
-    const T = inp.targets.length;
-    const V = inp.vocabSize;
-    const want = lossGradientWeights(
-      { lossMask: inp.lossMask, cuSeqlens: inp.cuSeqlens },
-      aggregationOptions(parsePolicyLossConfig(options)),
-    );
-    const got = await policyLoss(inp, { ...options, backend });
-    let checked = 0;
-    const perToken = new Float64Array(T);
-    for (let t = 0; t < T; t++) {
-      const row = got.dlogits.subarray(t * V, (t + 1) * V);
-      if (inp.lossMask[t] !== 1) {
-        expect(row.every((x) => x === 0)).toBe(true);
-        continue;
+    it.skipIf(skip).each(CASES)(`are lossGradientWeights' for %o`, async (options) => {
+      const inp = inputs();
+      const T = inp.targets.length;
+      const V = inp.vocabSize;
+      const want = lossGradientWeights(
+        { lossMask: inp.lossMask, cuSeqlens: inp.cuSeqlens },
+        aggregationOptions(parsePolicyLossConfig(options)),
+      );
+      const got = await policyLoss(inp, { ...options, backend });
+      let checked = 0;
+      const perToken = new Float64Array(T);
+      for (let t = 0; t < T; t++) {
+        const row = got.dlogits.subarray(t * V, (t + 1) * V);
+        if (inp.lossMask[t] !== 1) {
+          expect(row.every((x) => x === 0)).toBe(true);
+          continue;
+        }
+        const unit = await alone(inp, t);
+        perToken[t] = unit.loss;
+        let dot = 0;
+        let norm = 0;
+        for (let j = 0; j < V; j++) {
+          dot += row[j]! * unit.row[j]!;
+          norm += unit.row[j]! ** 2;
+        }
+        if (norm < 1e-12) continue; // a clipped token: no gradient, no weight to read
+        expect(dot / norm / want[t]!).toBeCloseTo(1, 5);
+        checked++;
       }
-      const unit = await alone(inp, t);
-      perToken[t] = unit.loss;
-      let dot = 0;
-      let norm = 0;
-      for (let j = 0; j < V; j++) {
-        dot += row[j]! * unit.row[j]!;
-        norm += unit.row[j]! ** 2;
-      }
-      if (norm < 1e-12) continue; // a clipped token: no gradient, no weight to read
-      expect(dot / norm / want[t]!).toBeCloseTo(1, 5);
-      checked++;
-    }
-    expect(checked).toBeGreaterThan(8);
-    // and the loss is grpo's aggregate of the per-token losses
-    const layout = { lossMask: inp.lossMask, cuSeqlens: inp.cuSeqlens };
-    const expected = aggregateLoss(perToken, layout, aggregationOptions(parsePolicyLossConfig(options)));
-    expect(got.loss).toBeCloseTo(expected, 6);
-  });
-});
+      expect(checked).toBeGreaterThan(8);
+      // and the loss is grpo's aggregate of the per-token losses
+      const layout = { lossMask: inp.lossMask, cuSeqlens: inp.cuSeqlens };
+      const expected = aggregateLoss(perToken, layout, aggregationOptions(parsePolicyLossConfig(options)));
+      expect(got.loss).toBeCloseTo(expected, 6);
+    });
+  },
+);

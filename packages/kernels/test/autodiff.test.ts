@@ -33,7 +33,10 @@ function tfjsLossAndGrad(
   const T = inp.targets.length;
   const V = inp.vocabSize;
   const S = inp.cuSeqlens.length - 1;
-  const w = lossGradientWeights({ lossMask: inp.lossMask, cuSeqlens: inp.cuSeqlens }, aggregationOptions(cfg));
+  const w = lossGradientWeights(
+    { lossMask: inp.lossMask, cuSeqlens: inp.cuSeqlens },
+    aggregationOptions(cfg),
+  );
   const seqMean = new Float32Array(S * T);
   const seqOf = new Int32Array(T);
   for (let s = 0; s < S; s++) {
