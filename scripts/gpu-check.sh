@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with an NVIDIA GPU and CUDA, builds the addon for that GPU (Hopper:
-# sm_90a), runs every GPU test (the ones CI lists as skipped: engine, kernels, the trainer's device
-# steps and `agentrl train --preset smoke --device cuda`) and the GPU bench beside PyTorch +
+# sm_90a), runs every GPU test (the ones CI lists as skipped: engine — forward, gradients, AdamW,
+# KV cache, on-device sampling against the TS sampler, the device Generator, the O(T) bytes a
+# training or decode step moves, bf16 against fp32 —, kernels, the trainer's device steps and
+# `agentrl train --preset smoke --device cuda`, also with `--precision bf16`) and the GPU bench beside PyTorch +
 # transformers on the same GPU, and prints one summary. Written to finish in under 8 minutes on one
 # H200; GPU_BENCH_QUICK=1 shrinks the bench (2 layers, short sequences) for a first try.
 #
@@ -54,9 +56,9 @@ step "build (sm_${AGENTRL_CUDA_ARCH})" bash -c "cd '$root/native' && node script
 step "engine device tests" bash -c "cd '$root/packages/engine' && npx vitest run test/device.test.ts"
 step "kernels device tests" bash -c "cd '$root/packages/kernels' && npx vitest run test/fused-linear-device.test.ts test/backends.test.ts test/bf16.test.ts"
 step "trainer device tests" bash -c "cd '$root/apps/trainer' && npx vitest run src/train/native-policy.test.ts -t 'with --device'"
-step "agentrl train --device cuda (smoke preset)" bash -c "cd '$root/test' && timeout 300 npx vitest run src/device-cli.test.ts"
+step "agentrl train --device cuda (smoke preset)" bash -c "cd '$root/test' && timeout 420 npx vitest run src/device-cli.test.ts"
 step "NCCL all-reduce at world size 1" bash -c "cd '$root/packages/parallel' && timeout 120 node --conditions=@agentrl/source --import tsx test/fixtures/nccl-world1.ts"
-step "bf16 engine tests" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_PRECISION=bf16 npx vitest run test/device.test.ts -t 'forward hidden'"
+step "bf16 variant of the engine forward tests" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_PRECISION=bf16 npx vitest run test/device.test.ts -t 'forward hidden'"
 step "agentrl GPU bench" bash -c "cd '$root/packages/engine' && timeout 240 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
 if python3 -c 'import torch, transformers' 2>/dev/null; then
   step "PyTorch + transformers bench" timeout 180 python3 "$root/scripts/gpu-bench-torch.py"

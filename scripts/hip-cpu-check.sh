@@ -10,6 +10,8 @@
 # libraries are absent; GEMMs take the fallback kernel), real warp/wavefront timing, and speed.
 #
 #   HIP_CPU_ROOT=/path/to/HIP-CPU scripts/hip-cpu-check.sh [vitest file filters...]
+#   HIP_CPU_TRAINER=1 ... also runs the trainer's device steps and `agentrl train --device rocm`
+#   (the smoke preset, fp32 and --precision bf16: several minutes each through HIP-CPU)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 : "${HIP_CPU_ROOT:?set HIP_CPU_ROOT to a checkout of github.com/ROCm/HIP-CPU}"
@@ -29,3 +31,7 @@ echo "hip-cpu: built $out/agentrl_hip.so"
 export AGENTRL_HIP_LIBRARY="$out/agentrl_hip.so" AGENTRL_GPU_TEST_DEVICE=rocm AGENTRL_GPU_GEMM=fallback
 cd "$root/packages/engine" && nice npx vitest run test/device.test.ts "$@"
 cd "$root/packages/kernels" && nice npx vitest run test/fused-linear-device.test.ts "$@"
+if [ "${HIP_CPU_TRAINER:-0}" = 1 ]; then
+  cd "$root/apps/trainer" && nice npx vitest run src/train/native-policy.test.ts -t 'with --device'
+  cd "$root/test" && nice npx vitest run src/device-cli.test.ts --testTimeout 900000
+fi

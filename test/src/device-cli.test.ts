@@ -89,6 +89,42 @@ describe(`agentrl train --device (${where})`, () => {
     },
   );
 
+  it('--precision: fp32 by default, bf16 refused on the cpu device with the way out', async () => {
+    const help = await cli(['train', '--help']);
+    expect(help.stdout).toMatch(/--precision\b[^\n]*(fp32\|bf16|fp32, bf16)/);
+    const r = await cli([...smoke('bf16cpu', 'cpu'), '--precision', 'bf16']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/precision/);
+    expect(r.stderr).toContain(
+      'bf16 runs on a GPU device only (the CPU engine computes in fp32): add --device cuda or --device rocm',
+    );
+    expect(existsSync(join(runs, 'bf16cpu'))).toBe(false);
+  });
+
+  it.skipIf(!gpu)(
+    `--precision bf16 --device ${gpu ?? 'cuda'}: the smoke preset's SFT tracks the fp32 CPU run within 2%`,
+    async () => {
+      const dev = await cli([...smoke('gpubf16', gpu ?? 'cuda'), '--precision', 'bf16']);
+      expect(dev.code, dev.stderr).toBe(0);
+      // The fp32 CPU run of the test above, or a fresh one when this test runs alone.
+      if (!existsSync(join(runs, 'cpu', 'metrics.jsonl'))) {
+        const host = await cli(smoke('cpu', 'cpu'));
+        expect(host.code, host.stderr).toBe(0);
+      }
+      const sft = (name: string) =>
+        readJsonl(join(runs, name, 'metrics.jsonl')).filter((m) => m.phase === 'sft');
+      const ref = sft('cpu');
+      const got = sft('gpubf16');
+      expect(got.length).toBe(ref.length);
+      got.forEach((m, i) => {
+        const want = ref[i]!.loss as number;
+        expect(Math.abs((m.loss as number) - want), `SFT step ${m.step}`).toBeLessThan(2e-2 * want);
+      });
+      expect(got.at(-1)!.loss).toBeLessThan(got[0]!.loss as number);
+    },
+    480_000, // up to two smoke runs: seconds on a GPU, minutes through HIP-CPU
+  );
+
   it.skipIf(gpu === 'rocm')('--device rocm where it cannot run stops the same way', async () => {
     const r = await cli(smoke('norocm', 'rocm'));
     expect(r.code).toBe(1);

@@ -5,6 +5,7 @@
 // of engine/gpu_engine.h. The mirror and the device copy meet only when JS asks (sync*) or at init.
 #include <napi.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -38,6 +39,7 @@ struct GpuApi {
   agentrl_engine_sample_fn sample;
   agentrl_engine_policy_loss_fn policy_loss;
   agentrl_engine_info_fn info;
+  agentrl_engine_transfers_fn transfers;
 };
 
 gpu::Backend BackendOf(const std::string& device) {
@@ -69,7 +71,8 @@ GpuApi LoadApi(gpu::Backend b) {
           Sym<agentrl_engine_extend_fn>(b, "agentrl_engine_extend"),
           Sym<agentrl_engine_sample_fn>(b, "agentrl_engine_sample"),
           Sym<agentrl_engine_policy_loss_fn>(b, "agentrl_engine_policy_loss"),
-          Sym<agentrl_engine_info_fn>(b, "agentrl_engine_info")};
+          Sym<agentrl_engine_info_fn>(b, "agentrl_engine_info"),
+          Sym<agentrl_engine_transfers_fn>(b, "agentrl_engine_transfers")};
 }
 
 struct GpuModel {
@@ -275,17 +278,22 @@ Napi::Value InitParams(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// forward(handle, tokens, cu, recompute, download = true): the hidden states [T, H] as a new
+// Float32Array, or (download false) undefined with them kept on the device only.
 Napi::Value Forward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   GpuModel& g = *GetModel(info[0]);
   auto tokens = Typed<int32_t>(info[1], "tokenIds");
   auto cu = Typed<int32_t>(info[2], "cuSeqlens");
   const int total = static_cast<int>(tokens.ElementLength());
-  auto out = Napi::Float32Array::New(env, static_cast<size_t>(total) * g.host->config().hidden);
+  const bool download = info.Length() < 5 || info[4].IsUndefined() || info[4].ToBoolean();
+  Napi::Float32Array out;
+  if (download) out = Napi::Float32Array::New(env, static_cast<size_t>(total) * g.host->config().hidden);
   Call([&](char* e, int n) {
     return g.api.forward(g.dev, tokens.Data(), cu.Data(), static_cast<int>(cu.ElementLength()) - 1, total,
-                         info[3].ToBoolean() ? 1 : 0, out.Data(), e, n);
+                         info[3].ToBoolean() ? 1 : 0, download ? out.Data() : nullptr, e, n);
   });
+  if (!download) return env.Undefined();
   return out;
 }
 
@@ -372,15 +380,32 @@ Napi::Value Extend(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// sample(handle, temperature, topP, uniforms) -> Int32Array: one token per row of the latest extend.
+// sample(handle, params) -> Float64Array [rows * 2] of (token, logprob): params is a Float64Array
+// [rows * 4] of (temperature, topK, topP, uniform), one row per sequence of the latest extend.
 Napi::Value Sample(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
   GpuModel& g = *GetModel(info[0]);
-  auto u = Typed<float>(info[3], "uniforms");
-  auto out = Napi::Int32Array::New(info.Env(), u.ElementLength());
-  Call([&](char* e, int n) {
-    return g.api.sample(g.dev, info[1].As<Napi::Number>().FloatValue(), info[2].As<Napi::Number>().FloatValue(),
-                        u.Data(), out.Data(), e, n);
-  });
+  auto params = Typed<double>(info[1], "sampling params");
+  if (params.TypedArrayType() != napi_float64_array)
+    throw Napi::TypeError::New(env, "engine: sample params must be a Float64Array");
+  const size_t len = params.ElementLength();
+  if (len == 0 || len % 4 != 0)
+    throw Napi::RangeError::New(env, "engine: sample params must hold 4 numbers per row, got " + std::to_string(len));
+  const double* p = params.Data();
+  for (size_t r = 0; r < len / 4; ++r) {
+    const double t = p[r * 4], k = p[r * 4 + 1], top_p = p[r * 4 + 2], u = p[r * 4 + 3];
+    if (!(t >= 0) || !(top_p > 0 && top_p <= 1) || !(u >= 0 && u < 1) || !(k >= -2147483647.0 && k <= 2147483647.0) ||
+        std::floor(k) != k) {
+      throw Napi::RangeError::New(env, "engine: sample row " + std::to_string(r) +
+                                           " needs temperature >= 0, an integer topK, topP in (0, 1] and a uniform "
+                                           "in [0, 1); got " +
+                                           std::to_string(t) + ", " + std::to_string(k) + ", " +
+                                           std::to_string(top_p) + ", " + std::to_string(u));
+    }
+  }
+  const int rows = static_cast<int>(len / 4);
+  auto out = Napi::Float64Array::New(env, static_cast<size_t>(rows) * 2);
+  Call([&](char* e, int n) { return g.api.sample(g.dev, rows, p, out.Data(), e, n); });
   return out;
 }
 
@@ -430,6 +455,19 @@ Napi::Value GemmPath(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), out);
 }
 
+// transfers(device): bytes the device object copied host -> device and device -> host so far, and
+// the device allocations it made.
+Napi::Value Transfers(const Napi::CallbackInfo& info) {
+  const gpu::Backend b = BackendOf(info[0].ToString().Utf8Value());
+  int64_t to_device = 0, to_host = 0, allocations = 0;
+  Sym<agentrl_engine_transfers_fn>(b, "agentrl_engine_transfers")(&to_device, &to_host, &allocations);
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("toDevice", static_cast<double>(to_device));
+  out.Set("toHost", static_cast<double>(to_host));
+  out.Set("allocations", static_cast<double>(allocations));
+  return out;
+}
+
 Napi::Value SetThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), 1); }
 
 template <Napi::Value (*F)(const Napi::CallbackInfo&)>
@@ -467,6 +505,7 @@ void InitEngineGpu(Napi::Env env, Napi::Object exports) {
   fn("sample", Napi::Function::New(env, Guard<Sample>, "sample"));
   fn("policyLoss", Napi::Function::New(env, Guard<PolicyLoss>, "policyLoss"));
   fn("gemmPath", Napi::Function::New(env, Guard<GemmPath>, "gemmPath"));
+  fn("transfers", Napi::Function::New(env, Guard<Transfers>, "transfers"));
   fn("setThreads", Napi::Function::New(env, Guard<SetThreads>, "setThreads"));
 }
 

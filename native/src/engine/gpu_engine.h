@@ -2,7 +2,8 @@
 // agentrl_cuda.so / agentrl_hip.so (engine/cuda/device_model.cu). The addon keeps a CPU Model of the
 // same layout as the host mirror (HF tensor names, offsets, init); the device model holds the
 // parameters, gradients, AdamW moments and activations in device memory and copies to and from the
-// mirror only when asked (copy) or at the edges of a call (token ids in, hidden/logits out).
+// mirror only when asked (copy) or at the edges of a call: token ids in; hidden states and logits out
+// only when the caller passes a host array for them (null: they stay on the device).
 // Every function returns 0, or nonzero with the reason in err.
 #pragma once
 #include <cstdint>
@@ -44,6 +45,8 @@ typedef int (*agentrl_engine_create_fn)(const AgentrlGpuLayout* layout, void** m
 typedef void (*agentrl_engine_destroy_fn)(void* model);
 // which: 0 params, 1 grads, 2 adam m, 3 adam v; to_device: 1 host -> device, 0 device -> host
 typedef int (*agentrl_engine_copy_fn)(void* model, int which, float* host, int to_device, char* err, int err_len);
+// hidden_out: [T, H] host array, or null to keep the final-normed hidden states on the device only
+// (what policy_loss and cross_entropy read).
 typedef int (*agentrl_engine_forward_fn)(void* model, const int32_t* tokens, const int32_t* cu, int num_seqs,
                                          int total, int recompute, float* hidden_out, char* err, int err_len);
 typedef int (*agentrl_engine_backward_fn)(void* model, const float* d_hidden, const float* d_lm_head, char* err,
@@ -59,14 +62,20 @@ typedef int (*agentrl_engine_cache_create_fn)(void* model, void** cache, char* e
 typedef void (*agentrl_engine_cache_destroy_fn)(void* cache);
 typedef int (*agentrl_engine_cache_length_fn)(void* cache);
 typedef void (*agentrl_engine_cache_truncate_fn)(void* cache, int length);
+// logits_out: [batch, V] host array, or null to keep them on the device for sample.
 typedef int (*agentrl_engine_extend_fn)(void* model, void* const* caches, int batch, const int32_t* tokens,
                                         const int32_t* counts, float* logits_out, char* err, int err_len);
-// Samples one token per row of the latest extend's logits on the device; u: one uniform per row.
-typedef int (*agentrl_engine_sample_fn)(void* model, float temperature, float top_p, const float* u, int32_t* out,
-                                        char* err, int err_len);
+// Samples one token per row of the latest extend's logits on the device (engine/cuda/sampling.cu):
+// params [rows][4] = temperature, top_k (<= 0: none), top_p, the request's uniform in [0, 1); out
+// [rows][2] = token id, its logprob under softmax(logits / temperature). Logits stay on the device.
+typedef int (*agentrl_engine_sample_fn)(void* model, int rows, const double* params, double* out, char* err,
+                                        int err_len);
 // The fused-linear policy loss on the latest forward's hidden states and the lm_head weight, then
 // the backward through the whole model: nothing [T, V] is stored, and no [T, H] crosses to the host.
 typedef int (*agentrl_engine_policy_loss_fn)(void* model, AgentrlGpuPolicyLossArgs* args, char* err, int err_len);
+// Bytes copied host -> device and device -> host, and device allocations made, by this object since
+// it was loaded (gpu/transfers.h).
+typedef void (*agentrl_engine_transfers_fn)(int64_t* to_device, int64_t* to_host, int64_t* allocations);
 // Which GEMM path runs ("cublasLt", "hipblasLt", or "fallback kernel (why)").
 typedef int (*agentrl_engine_info_fn)(char* out, int out_len);
 }

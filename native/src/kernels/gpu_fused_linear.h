@@ -1,6 +1,7 @@
 // The fused-linear GRPO-RoC policy loss on device buffers (kernels/cuda/fused_linear.cu), for the
 // engine's device model and for the kernels component's `cuda` / `hip` backends.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/token_math.h"
@@ -29,14 +30,31 @@ typedef int (*agentrl_fused_linear_fn)(AgentrlFusedLinearArgs* args, char* err, 
 #if defined(__CUDACC__) || defined(__HIPCC__) || defined(AGENTRL_HIP_CPU)
 namespace agentrl::kernels::gpu {
 
+/** Grow-only device scratch of FusedLinearDevice, kept by the caller so repeated calls allocate nothing. */
+class FusedLinearScratch {
+ public:
+  FusedLinearScratch() = default;
+  ~FusedLinearScratch();
+  FusedLinearScratch(const FusedLinearScratch&) = delete;
+  FusedLinearScratch& operator=(const FusedLinearScratch&) = delete;
+  /** At least `bytes` of device memory (contents undefined after a growth). */
+  void* Reserve(size_t bytes);
+
+ private:
+  void* p_ = nullptr;
+  size_t cap_ = 0;
+};
+
 /**
  * hidden, weight, dhidden, dweight: device pointers; token inputs, logp and entropy: host arrays
  * (O(T), copied once each way). dweight is accumulated when `accumulate_dweight`, else written.
- * Logits exist only as one chunk of rows [chunk, V] at a time, recomputed in the backward.
+ * Logits exist only as one chunk of rows [chunk, V] at a time, recomputed in the backward. Every
+ * device array of the call lives in `scratch`.
  */
 Metrics FusedLinearDevice(const LossConfig& c, const TokenInputs& in, const float* hidden, const float* weight,
                           int64_t H, int64_t V, float* dhidden, float* dweight, bool accumulate_dweight, float* logp,
-                          float* entropy, int64_t* workspace_bytes, int precision);
+                          float* entropy, int64_t* workspace_bytes, int precision,
+                          FusedLinearScratch* scratch);
 
 }  // namespace agentrl::kernels::gpu
 #endif

@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "napi_args.h"
+#include "parallel/dl_loader.h"
+#include "parallel/float_buffer.h"
 #include "parallel/guard.h"
 #include "registry.h"
 
@@ -74,37 +76,18 @@ Mpi& State() {
   return m;
 }
 
-template <typename F>
-bool Sym(Mpi& m, F& out, const char* name, std::vector<std::string>& missing) {
-  out = reinterpret_cast<F>(dlsym(m.lib, name));
-  if (out == nullptr) missing.push_back(name);
-  return out != nullptr;
-}
-
 Mpi& Load() {
   Mpi& m = State();
   if (m.tried) return m;
   m.tried = true;
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("AGENTRL_MPI_LIBRARY"); env != nullptr && *env != '\0') {
-    candidates.push_back(env);
-  } else {
-    candidates = {"libmpi.so.40", "libmpi.so.12", "libmpi.so"};
-  }
-  std::string errors;
-  for (const auto& c : candidates) {
-    // RTLD_GLOBAL: Open MPI dlopens its own MCA components, which resolve symbols of libmpi /
-    // libopen-pal from the global namespace.
-    m.lib = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (m.lib != nullptr) {
-      m.library = c;
-      break;
-    }
-    const char* e = dlerror();
-    errors += (errors.empty() ? "" : "; ") + std::string(e ? e : c + ": unknown dlopen error");
-  }
+  // RTLD_GLOBAL: Open MPI dlopens its own MCA components, which resolve symbols of libmpi /
+  // libopen-pal from the global namespace.
+  const dl::Opened opened = dl::OpenFirst(
+      dl::Candidates("AGENTRL_MPI_LIBRARY", {"libmpi.so.40", "libmpi.so.12", "libmpi.so"}), RTLD_NOW | RTLD_GLOBAL);
+  m.lib = opened.handle;
+  m.library = opened.name;
   if (m.lib == nullptr) {
-    m.detail = "no MPI library found (" + errors +
+    m.detail = "no MPI library found (" + opened.errors +
                "); install Open MPI (apt-get install libopenmpi-dev openmpi-bin) or set AGENTRL_MPI_LIBRARY";
     return m;
   }
@@ -117,31 +100,17 @@ Mpi& Load() {
     return m;
   }
   m.implementation = "openmpi";
-  std::vector<std::string> missing;
-  Sym(m, m.Init_thread, "MPI_Init_thread", missing);
-  Sym(m, m.Initialized, "MPI_Initialized", missing);
-  Sym(m, m.Finalized, "MPI_Finalized", missing);
-  Sym(m, m.Finalize, "MPI_Finalize", missing);
-  Sym(m, m.Comm_rank, "MPI_Comm_rank", missing);
-  Sym(m, m.Comm_size, "MPI_Comm_size", missing);
-  Sym(m, m.Comm_set_errhandler, "MPI_Comm_set_errhandler", missing);
-  Sym(m, m.Barrier, "MPI_Barrier", missing);
-  Sym(m, m.Bcast, "MPI_Bcast", missing);
-  Sym(m, m.Allreduce, "MPI_Allreduce", missing);
-  Sym(m, m.Allgather, "MPI_Allgather", missing);
-  Sym(m, m.Abort, "MPI_Abort", missing);
-  Sym(m, m.Error_string, "MPI_Error_string", missing);
-  Sym(m, m.Get_library_version, "MPI_Get_library_version", missing);
-  Sym(m, m.comm_world, "ompi_mpi_comm_world", missing);
-  Sym(m, m.t_byte, "ompi_mpi_byte", missing);
-  Sym(m, m.t_float, "ompi_mpi_float", missing);
-  Sym(m, m.t_double, "ompi_mpi_double", missing);
-  Sym(m, m.op_sum, "ompi_mpi_op_sum", missing);
-  Sym(m, m.errors_are_fatal, "ompi_mpi_errors_are_fatal", missing);
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& s : missing) list += (list.empty() ? "" : ", ") + s;
-    m.detail = m.library + " lacks " + list;
+  dl::Symbols sym(m.lib);
+  sym(m.Init_thread, "MPI_Init_thread")(m.Initialized, "MPI_Initialized")(m.Finalized, "MPI_Finalized");
+  sym(m.Finalize, "MPI_Finalize")(m.Comm_rank, "MPI_Comm_rank")(m.Comm_size, "MPI_Comm_size");
+  sym(m.Comm_set_errhandler, "MPI_Comm_set_errhandler")(m.Barrier, "MPI_Barrier")(m.Bcast, "MPI_Bcast");
+  sym(m.Allreduce, "MPI_Allreduce")(m.Allgather, "MPI_Allgather")(m.Abort, "MPI_Abort");
+  sym(m.Error_string, "MPI_Error_string")(m.Get_library_version, "MPI_Get_library_version");
+  // predefined handles: Open MPI's global objects that mpi.h's MPI_COMM_WORLD, MPI_FLOAT, ... point at
+  sym(m.comm_world, "ompi_mpi_comm_world")(m.t_byte, "ompi_mpi_byte")(m.t_float, "ompi_mpi_float");
+  sym(m.t_double, "ompi_mpi_double")(m.op_sum, "ompi_mpi_op_sum")(m.errors_are_fatal, "ompi_mpi_errors_are_fatal");
+  if (!sym.Complete()) {
+    m.detail = m.library + " lacks " + sym.Missing();
     return m;
   }
   char version[8192] = {0};  // MPI_MAX_LIBRARY_VERSION_STRING is 256 in Open MPI; be generous
@@ -246,16 +215,12 @@ void AllreduceSum(Mpi& m, T* p, int64_t n, Handle type) {
 
 Napi::Value AllreduceSumInPlace(const Napi::CallbackInfo& info) {
   Mpi& m = Ready("allreduceSum");
-  const Napi::Value v = info[0];
-  if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_float64_array) {
-    auto a = args::Typed<BadArgument, double>(v, "buffer");
-    AllreduceSum(m, a.Data(), static_cast<int64_t>(a.ElementLength()), m.t_double);
+  const FloatBuffer b = FloatArg(info[0], "buffer");
+  const auto n = static_cast<int64_t>(b.count);
+  if (b.f64) {
+    AllreduceSum(m, static_cast<double*>(b.data), n, m.t_double);
   } else {
-    if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
-      throw BadArgument("buffer has the wrong dtype: expected a Float32Array or a Float64Array");
-    }
-    auto a = args::Typed<BadArgument, float>(v, "buffer");
-    AllreduceSum(m, a.Data(), static_cast<int64_t>(a.ElementLength()), m.t_float);
+    AllreduceSum(m, static_cast<float*>(b.data), n, m.t_float);
   }
   return info.Env().Undefined();
 }

@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "napi_args.h"
+#include "parallel/dl_loader.h"
+#include "parallel/float_buffer.h"
 #include "parallel/guard.h"
 #include "registry.h"
 
@@ -66,77 +68,42 @@ struct Nccl {
   int (*DeviceSynchronize)() = nullptr;
 };
 
-template <typename F>
-void Sym(void* lib, F& out, const char* name, std::vector<std::string>& missing) {
-  out = reinterpret_cast<F>(dlsym(lib, name));
-  if (out == nullptr) missing.push_back(name);
-}
-
 Nccl& Load() {
   static Nccl n;
   if (n.tried) return n;
   n.tried = true;
-  struct Candidate {
-    std::string lib, impl;
-  };
-  std::vector<Candidate> candidates;
-  if (const char* env = std::getenv("AGENTRL_NCCL_LIBRARY"); env != nullptr && *env != '\0') {
-    const std::string p(env);
-    candidates.push_back({p, p.find("rccl") != std::string::npos ? "rccl" : "nccl"});
-  } else {
-    candidates = {{"libnccl.so.2", "nccl"}, {"librccl.so.1", "rccl"}};
-  }
-  std::string errors;
-  for (const auto& c : candidates) {
-    n.lib = dlopen(c.lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (n.lib != nullptr) {
-      n.library = c.lib;
-      n.implementation = c.impl;
-      break;
-    }
-    const char* e = dlerror();
-    errors += (errors.empty() ? "" : "; ") + std::string(e ? e : c.lib + ": cannot load");
-  }
-  if (n.lib == nullptr) {
-    n.detail = "not available: no NCCL/RCCL library (" + errors +
+  const dl::Opened opened =
+      dl::OpenFirst(dl::Candidates("AGENTRL_NCCL_LIBRARY", {"libnccl.so.2", "librccl.so.1"}), RTLD_NOW | RTLD_LOCAL);
+  if (opened.handle == nullptr) {
+    n.detail = "not available: no NCCL/RCCL library (" + opened.errors +
                "); install NCCL (libnccl2) or RCCL (librccl1) on a GPU machine, or set AGENTRL_NCCL_LIBRARY";
     return n;
   }
-  std::vector<std::string> missing;
-  Sym(n.lib, n.GetVersion, "ncclGetVersion", missing);
-  Sym(n.lib, n.GetUniqueId, "ncclGetUniqueId", missing);
-  Sym(n.lib, n.CommInitRank, "ncclCommInitRank", missing);
-  Sym(n.lib, n.AllReduce, "ncclAllReduce", missing);
-  Sym(n.lib, n.Broadcast, "ncclBroadcast", missing);
-  Sym(n.lib, n.CommDestroy, "ncclCommDestroy", missing);
-  Sym(n.lib, n.GetErrorString, "ncclGetErrorString", missing);
+  n.lib = opened.handle;
+  n.library = opened.name;
+  n.implementation = n.library.find("rccl") != std::string::npos ? "rccl" : "nccl";
+  dl::Symbols sym(n.lib);
+  sym(n.GetVersion, "ncclGetVersion")(n.GetUniqueId, "ncclGetUniqueId")(n.CommInitRank, "ncclCommInitRank");
+  sym(n.AllReduce, "ncclAllReduce")(n.Broadcast, "ncclBroadcast")(n.CommDestroy, "ncclCommDestroy");
+  sym(n.GetErrorString, "ncclGetErrorString");
   const bool hip = n.implementation == "rccl";
   const std::vector<std::string> runtimes =
       hip ? std::vector<std::string>{"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}
           : std::vector<std::string>{"libcudart.so.12", "libcudart.so.11.0", "libcudart.so"};
-  for (const auto& r : runtimes) {
-    n.rt = dlopen(r.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (n.rt != nullptr) {
-      n.runtime = r;
-      break;
-    }
-  }
+  const dl::Opened rt = dl::OpenFirst(runtimes, RTLD_NOW | RTLD_LOCAL);
+  n.rt = rt.handle;
+  n.runtime = rt.name;
   if (n.rt == nullptr) {
     n.detail = "not available: " + n.library + " loaded but no " + (hip ? "HIP" : "CUDA") + " runtime library (" +
                runtimes.front() + ")";
     return n;
   }
+  // The CUDA and HIP runtimes name the same functions cudaX / hipX, with the same shapes.
   const std::string p = hip ? "hip" : "cuda";
-  Sym(n.rt, n.SetDevice, (p + "SetDevice").c_str(), missing);
-  Sym(n.rt, n.GetDeviceCount, (p + "GetDeviceCount").c_str(), missing);
-  Sym(n.rt, n.Malloc, (p + "Malloc").c_str(), missing);
-  Sym(n.rt, n.Free, (p + "Free").c_str(), missing);
-  Sym(n.rt, n.Memcpy, (p + "Memcpy").c_str(), missing);
-  Sym(n.rt, n.DeviceSynchronize, (p + "DeviceSynchronize").c_str(), missing);
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& s : missing) list += (list.empty() ? "" : ", ") + s;
-    n.detail = "not available: missing symbols " + list;
+  sym.From(n.rt)(n.SetDevice, p + "SetDevice")(n.GetDeviceCount, p + "GetDeviceCount")(n.Malloc, p + "Malloc");
+  sym(n.Free, p + "Free")(n.Memcpy, p + "Memcpy")(n.DeviceSynchronize, p + "DeviceSynchronize");
+  if (!sym.Complete()) {
+    n.detail = "not available: missing symbols " + sym.Missing();
     return n;
   }
   int devices = 0;
@@ -249,22 +216,9 @@ void Staged(Nccl& n, CommHandle& h, void* host, size_t bytes, Op op) {
 Napi::Value AllreduceSum(const Napi::CallbackInfo& info) {
   CommHandle& h = GetComm(info[0]);
   Nccl& n = Ready("allreduceSum");
-  const Napi::Value v = info[1];
-  void* data = nullptr;
-  size_t count = 0, elem = 0;
-  int dtype = kFloat32;
-  if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_float64_array) {
-    auto a = args::Typed<BadArgument, double>(v, "buffer");
-    data = a.Data(), count = a.ElementLength(), elem = 8, dtype = kFloat64;
-  } else {
-    if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
-      throw BadArgument("buffer has the wrong dtype: expected a Float32Array or a Float64Array");
-    }
-    auto a = args::Typed<BadArgument, float>(v, "buffer");
-    data = a.Data(), count = a.ElementLength(), elem = 4;
-  }
-  Staged(n, h, data, count * elem, [&](void* dev) {
-    Check(n, n.AllReduce(dev, dev, count, dtype, kSum, h.comm, nullptr), "ncclAllReduce");
+  const FloatBuffer b = FloatArg(info[1], "buffer");
+  Staged(n, h, b.data, b.count * (b.f64 ? 8 : 4), [&](void* dev) {
+    Check(n, n.AllReduce(dev, dev, b.count, b.f64 ? kFloat64 : kFloat32, kSum, h.comm, nullptr), "ncclAllReduce");
   });
   return info.Env().Undefined();
 }

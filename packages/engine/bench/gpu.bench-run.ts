@@ -80,24 +80,20 @@ it('gpu bench', () => {
     const logits = undefined as unknown as Float32Array; // logits stay on the device
     const first = Int32Array.from({ length: b * prompt }, (_, i) => (i * 31) % V);
     model.native.extend(model.handle, caches, first, new Int32Array(b).fill(prompt), logits);
-    const u = new Float32Array(b);
-    let next = sampleOnDevice(
-      model,
-      0.7,
-      0.95,
-      u.map((_, i) => (i + 0.5) / b),
-    );
+    const rows = (k: number) =>
+      Array.from({ length: b }, (_, i) => ({
+        temperature: 0.7,
+        topK: 0,
+        topP: 0.95,
+        uniform: ((i * 13 + k) % 97) / 97,
+      }));
+    let next = sampleOnDevice(model, rows(0)).tokens;
     const newTokens = quick ? 8 : 64;
     const ones = new Int32Array(b).fill(1);
     const t1 = now();
     for (let k = 0; k < newTokens; k++) {
       model.native.extend(model.handle, caches, next, ones, logits);
-      next = sampleOnDevice(
-        model,
-        0.7,
-        0.95,
-        u.map((_, i) => ((i * 13 + k) % 97) / 97),
-      );
+      next = sampleOnDevice(model, rows(k + 1)).tokens;
     }
     report({ figure: 'decode', batch: b, tokensPerSecond: (b * newTokens) / (now() - t1) });
   }

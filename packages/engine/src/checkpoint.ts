@@ -76,7 +76,8 @@ export interface LoadModelOptions extends ModelMemoryOptions, DeviceOptions {}
  * unexpected or wrong-shaped tensor.
  */
 export async function loadModel(dir: string, options: LoadModelOptions = {}): Promise<Model> {
-  if (options.device !== undefined && options.device !== 'cpu') bindingForDevice(options);
+  // A device that cannot run here, or bf16 on the cpu, fails before any file is read.
+  if ((options.device ?? 'cpu') !== 'cpu' || options.precision !== undefined) bindingForDevice(options);
   const configPath = join(dir, 'config.json');
   if (!existsSync(configPath)) {
     throw new EngineError(

@@ -9,9 +9,10 @@ export type Device = 'cpu' | 'cuda' | 'rocm';
 export const DEVICES: readonly Device[] = ['cpu', 'cuda', 'rocm'];
 
 /**
- * Matrix products on a GPU device: `fp32` (fp32 inputs and compute) or `bf16` (fp32 storage, bf16
- * tensor-core products, fp32 accumulation: cuBLASLt / hipBLASLt COMPUTE_32F_FAST_16BF). The CPU
- * ignores it (always fp32).
+ * Matrix products on a GPU device: `fp32` (fp32 inputs and compute) or `bf16` (fp32 storage and
+ * fp32 master weights, every product's inputs rounded to bf16 with fp32 accumulation: cuBLASLt /
+ * hipBLASLt COMPUTE_32F_FAST_16BF on tensor cores, or the fallback kernel rounding the same way).
+ * The CPU engine computes in fp32 only and refuses `bf16`.
  */
 export type DevicePrecision = 'fp32' | 'bf16';
 
@@ -46,28 +47,69 @@ export interface DevicePolicyLossMetrics {
   workspaceBytes: number;
 }
 
+/** One row of an on-device draw: the request's sampling knobs and its uniform in [0, 1). */
+export interface DeviceSampleRow {
+  temperature: number;
+  /** <= 0 or >= vocab: no top-k cut */
+  topK: number;
+  topP: number;
+  /** The request's own next uniform (its random stream lives on the host; greedy rows ignore it). */
+  uniform: number;
+}
+
+/** What the device object did since it was loaded: bytes copied each way, device allocations made. */
+export interface DeviceTransfers {
+  toDevice: number;
+  toHost: number;
+  allocations: number;
+}
+
 /** The addon's `engineGpu` component (native/src/engine/gpu_bindings.cc). */
 interface EngineGpuBinding
-  extends Omit<EngineBinding, 'createModel' | 'backend' | 'buffers' | 'extendInvariant' | 'packForDecode'> {
+  extends Omit<
+    EngineBinding,
+    'createModel' | 'backend' | 'buffers' | 'extendInvariant' | 'packForDecode' | 'forward' | 'extend'
+  > {
   createModel(
     config: NativeModelConfig,
     device: 'cuda' | 'hip',
     precision: number,
   ): ReturnType<EngineBinding['createModel']>;
   buffers(handle: ModelHandle): { params: ArrayBuffer; grads: ArrayBuffer };
+  forward(
+    handle: ModelHandle,
+    tokens: Int32Array,
+    cu: Int32Array,
+    recompute: boolean,
+    download?: boolean,
+  ): Float32Array | undefined;
+  extend(
+    handle: ModelHandle,
+    caches: CacheHandle[],
+    tokens: Int32Array,
+    counts: Int32Array,
+    logits: Float32Array | undefined,
+  ): void;
   syncToHost(handle: ModelHandle): void;
   syncToDevice(handle: ModelHandle): void;
-  sample(handle: ModelHandle, temperature: number, topP: number, uniforms: Float32Array): Int32Array;
+  /** params [rows * 4]: temperature, topK, topP, uniform; returns [rows * 2]: token, logprob. */
+  sample(handle: ModelHandle, params: Float64Array): Float64Array;
   policyLoss(handle: ModelHandle, args: DevicePolicyLossArgs): DevicePolicyLossMetrics;
   gemmPath(device: 'cuda' | 'hip'): string;
+  transfers(device: 'cuda' | 'hip'): DeviceTransfers;
 }
 
 /** An engine binding for a device model; the extra entry points exist only off the CPU. */
 export interface DeviceEngineBinding extends EngineBinding {
   readonly device: Device;
-  sample(handle: ModelHandle, temperature: number, topP: number, uniforms: Float32Array): Int32Array;
+  /** The training forward with the hidden states left on the device (nothing [T, H] comes back). */
+  forwardResident(handle: ModelHandle, tokens: Int32Array, cu: Int32Array, recompute: boolean): void;
+  /** extend with the last-token logits left on the device, for sample. */
+  extendResident(handle: ModelHandle, caches: CacheHandle[], tokens: Int32Array, counts: Int32Array): void;
+  sample(handle: ModelHandle, params: Float64Array): Float64Array;
   policyLoss(handle: ModelHandle, args: DevicePolicyLossArgs): DevicePolicyLossMetrics;
   gemmPath(): string;
+  transfers(): DeviceTransfers;
 }
 
 const nativeName = (device: Exclude<Device, 'cpu'>): 'cuda' | 'hip' => (device === 'cuda' ? 'cuda' : 'hip');
@@ -124,7 +166,21 @@ export function bindingForDevice(options: DeviceOptions = {}): EngineBinding | D
       `device must be one of ${DEVICES.join(', ')}; got ${String(device)}`,
     );
   }
-  if (device === 'cpu') return engineBinding();
+  if (options.precision !== undefined && options.precision !== 'fp32' && options.precision !== 'bf16') {
+    throw new EngineError(
+      'INVALID_CONFIG',
+      `precision must be fp32 or bf16; got ${String(options.precision)}`,
+    );
+  }
+  if (device === 'cpu') {
+    if (options.precision === 'bf16') {
+      throw new EngineError(
+        'INVALID_CONFIG',
+        "precision 'bf16' needs a GPU device (cuda or rocm): the CPU engine computes in fp32; leave precision unset or pass 'fp32'",
+      );
+    }
+    return engineBinding();
+  }
   const why = deviceUnavailableReason(device);
   if (why !== undefined) {
     throw new EngineError(
@@ -194,7 +250,11 @@ function wrapGpu(
       gpu.initParams(h, seed, std);
       stateOf(h).mirrorLive = false;
     },
-    forward: (h, tokens, cu, recompute) => onDevice(h, false, () => gpu.forward(h, tokens, cu, recompute)),
+    forward: (h, tokens, cu, recompute) =>
+      onDevice(h, false, () => gpu.forward(h, tokens, cu, recompute, true) as Float32Array),
+    forwardResident: (h, tokens, cu, recompute) => {
+      onDevice(h, false, () => gpu.forward(h, tokens, cu, recompute, false));
+    },
     backward: (h, dh, dlm) => onDevice(h, true, () => gpu.backward(h, dh, dlm)),
     crossEntropy: (h, targets, scale) => onDevice(h, true, () => gpu.crossEntropy(h, targets, scale)),
     logits: (h, out) => onDevice(h, false, () => gpu.logits(h, out)),
@@ -211,6 +271,8 @@ function wrapGpu(
     cacheTruncate: (c: CacheHandle, n) => gpu.cacheTruncate(c, n),
     extend: (h, caches, tokens, counts, logits) =>
       onDevice(h, false, () => gpu.extend(h, caches, tokens, counts, logits)),
+    extendResident: (h, caches, tokens, counts) =>
+      onDevice(h, false, () => gpu.extend(h, caches, tokens, counts, undefined)),
     // The device has no panel copy: invariant decode is the plain device extend. Each row is computed
     // on its own, but cuBLASLt may pick another kernel for another batch size, so bit-identical
     // logits across batch sizes hold only on the fallback GEMM (AGENTRL_GPU_GEMM=fallback).
@@ -224,9 +286,10 @@ function wrapGpu(
       onDevice(h, false, () => gpu.extend(h, caches, tokens, counts, logits));
     },
     packForDecode: () => false,
-    sample: (h, temperature, topP, uniforms) => gpu.sample(h, temperature, topP, uniforms),
+    sample: (h, params) => gpu.sample(h, params),
     policyLoss: (h, args) => onDevice(h, true, () => gpu.policyLoss(h, args)),
     gemmPath: () => gpu.gemmPath(nativeName(device)),
+    transfers: () => gpu.transfers(nativeName(device)),
     setThreads: () => 1,
   };
 }
@@ -247,23 +310,43 @@ function deviceBindingOf(model: Model, what: string): DeviceEngineBinding {
 }
 
 /**
- * One token per sequence of the model's latest `extend`, drawn on the device (see device_ops.h
- * Sample): softmax(logits / temperature), the top-p nucleus, then `uniforms[b]` (in [0, 1)) picks
- * the token. temperature 0: argmax.
+ * One token per sequence of the model's latest `extend` (rows in the extend's order), drawn on the
+ * device with the CPU engine's sampleToken rules (temperature, top-k, top-p; see
+ * native/src/engine/cuda/sampling.cu): the logits stay on the device, only the tokens and their
+ * logprobs (under softmax(logits / temperature), not renormalised over the kept set) come back.
+ * Each row's `uniform` is the next draw of that request's own random stream, so a request's tokens
+ * do not depend on the batch it shares or its place in it.
  */
 export function sampleOnDevice(
   model: Model,
-  temperature: number,
-  topP: number,
-  uniforms: Float32Array,
-): Int32Array {
-  if (!(temperature >= 0) || !(topP > 0 && topP <= 1)) {
-    throw new EngineError(
-      'INVALID_REQUEST',
-      `temperature must be >= 0 and topP in (0, 1]; got ${temperature}, ${topP}`,
-    );
+  rows: readonly DeviceSampleRow[],
+): { tokens: Int32Array; logprobs: Float64Array } {
+  const params = new Float64Array(rows.length * 4);
+  rows.forEach((r, i) => {
+    if (!(r.temperature >= 0) || !(r.topP > 0 && r.topP <= 1) || !Number.isInteger(r.topK)) {
+      throw new EngineError(
+        'INVALID_REQUEST',
+        `row ${i}: temperature must be >= 0, topK an integer and topP in (0, 1]; got ${r.temperature}, ${r.topK}, ${r.topP}`,
+      );
+    }
+    if (!(r.uniform >= 0 && r.uniform < 1)) {
+      throw new EngineError('INVALID_REQUEST', `row ${i}: uniform must be in [0, 1); got ${r.uniform}`);
+    }
+    params.set([r.temperature, r.topK, r.topP, r.uniform], i * 4);
+  });
+  const out = deviceBindingOf(model, 'sampleOnDevice').sample(model.handle, params);
+  const tokens = new Int32Array(rows.length);
+  const logprobs = new Float64Array(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    tokens[i] = out[i * 2] ?? 0;
+    logprobs[i] = out[i * 2 + 1] ?? 0;
   }
-  return deviceBindingOf(model, 'sampleOnDevice').sample(model.handle, temperature, topP, uniforms);
+  return { tokens, logprobs };
+}
+
+/** Bytes a device model's GPU object has copied each way, and its allocations, so far (to check what a step moves). */
+export function deviceTransfers(model: Model): DeviceTransfers {
+  return deviceBindingOf(model, 'deviceTransfers').transfers();
 }
 
 /**

@@ -1,8 +1,9 @@
 import { type SamplingParams, type SamplingParamsInput, SamplingParamsSchema } from '@agentrl/protocol';
+import { isDeviceBinding, sampleOnDevice } from './device.js';
 import { EngineError } from './errors.js';
 import type { Model } from './model.js';
 import type { CacheHandle } from './native.js';
-import { createRng, requestSeed, sampleToken } from './sampling.js';
+import { createRng, requestSeed, type SampledToken, sampleToken } from './sampling.js';
 
 export interface GenerateRequest {
   /** Names the KV cache of this sequence; reuse it across turns of one trajectory. */
@@ -71,19 +72,30 @@ interface Active {
 }
 
 /**
- * Batched sampling with one KV cache per cacheId. A request whose tokenIds extend what its cache
+ * Batched sampling with one KV cache per cacheId. On a GPU model the draws run on the device
+ * (sampleOnDevice): the last-token logits never leave it, each request's uniforms come from its own
+ * host-side stream exactly as sampleToken would consume them, so a request's tokens follow the same
+ * rules and seeds as on the CPU. A request whose tokenIds extend what its cache
  * holds only prefills the new suffix; a request that diverges from the cache keeps the common
  * prefix. Caches computed with older weights (model.version changed) are rebuilt automatically.
  */
 export class Generator {
   private readonly caches = new Map<string, CacheEntry>();
   private readonly invariant: boolean;
+  private readonly onDevice: boolean;
 
   constructor(
     readonly model: Model,
     private readonly options: GeneratorOptions = {},
   ) {
     this.invariant = options.batchInvariant ?? true;
+    this.onDevice = isDeviceBinding(model.native);
+    if (options.scoreLogprobs && this.onDevice) {
+      throw new EngineError(
+        'INVALID_REQUEST',
+        `scoreLogprobs needs the hidden states of each step on the host; a ${model.device} model samples on the device: leave scoreLogprobs unset there`,
+      );
+    }
     if (options.scoreLogprobs && !this.invariant) {
       throw new EngineError(
         'INVALID_REQUEST',
@@ -153,7 +165,7 @@ export class Generator {
     // Prefill: only the part of each sequence its cache does not hold yet.
     const prefilling = active.filter((a) => !a.done);
     if (prefilling.length === 0) return active.map((a) => a.out);
-    if (this.invariant) m.native.packForDecode(m.handle, version);
+    if (this.invariant && !this.onDevice) m.native.packForDecode(m.handle, version);
     const feeds = prefilling.map((a) => {
       const req = requests[a.index] as GenerateRequest;
       const e = a.entry;
@@ -170,11 +182,10 @@ export class Generator {
       const next: number[][] = [];
       const stepping: Active[] = [];
       const sampled: Active[] = [];
-      for (let b = 0, row = 0; b < active.length; b++) {
-        const a = active[b] as Active;
-        if (a.done) continue;
-        const r = row++;
-        const { token, logprob } = sampleToken(logits.subarray(r * V, (r + 1) * V), a.params, a.random);
+      const rows = active.filter((a) => !a.done);
+      const draws = this.draw(rows, logits);
+      for (const [r, a] of rows.entries()) {
+        const { token, logprob } = draws[r] as SampledToken;
         a.out.tokenIds.push(token);
         a.out.logprobs.push(logprob);
         sampled.push(a);
@@ -198,6 +209,28 @@ export class Generator {
       logits = this.extend(stepping, next);
     }
     return active.map((a) => a.out);
+  }
+
+  /**
+   * One token per row of the latest extend. Host: sampleToken on the downloaded logits. Device:
+   * sampleOnDevice with each row's uniform taken from its own stream only where sampleToken would
+   * take one (temperature > 0), so the streams advance identically on both.
+   */
+  private draw(rows: readonly Active[], logits: Float32Array | undefined): SampledToken[] {
+    if (logits) {
+      const V = this.model.shape.vocab;
+      return rows.map((a, r) => sampleToken(logits.subarray(r * V, (r + 1) * V), a.params, a.random));
+    }
+    const { tokens, logprobs } = sampleOnDevice(
+      this.model,
+      rows.map((a) => ({
+        temperature: a.params.temperature,
+        topK: a.params.topK,
+        topP: a.params.topP,
+        uniform: a.params.temperature > 0 ? a.random() : 0,
+      })),
+    );
+    return rows.map((_, r) => ({ token: tokens[r] ?? 0, logprob: logprobs[r] ?? 0 }));
   }
 
   private finished(a: Active, token: number): boolean {
@@ -250,13 +283,23 @@ export class Generator {
 
   private lastHidden: Float32Array | undefined;
 
-  /** Runs the model over each sequence's new tokens and returns the logits of each last token. */
-  private extend(batch: Active[], feeds: number[][]): Float32Array {
+  /**
+   * Runs the model over each sequence's new tokens and returns the logits of each last token, or
+   * undefined on a device model (they stay there for the draw).
+   */
+  private extend(batch: Active[], feeds: number[][]): Float32Array | undefined {
     const m = this.model;
     const counts = Int32Array.from(feeds, (f) => f.length);
     const tokens = Int32Array.from(feeds.flat());
-    const logits = new Float32Array(batch.length * m.shape.vocab);
     const handles = batch.map((a) => a.entry.handle);
+    if (isDeviceBinding(m.native)) {
+      m.native.extendResident(m.handle, handles, tokens, counts);
+      batch.forEach((a, i) => {
+        a.entry.tokens.push(...(feeds[i] as number[]));
+      });
+      return undefined;
+    }
+    const logits = new Float32Array(batch.length * m.shape.vocab);
     if (this.invariant) {
       this.lastHidden = this.options.scoreLogprobs
         ? new Float32Array(batch.length * m.shape.hidden)

@@ -8,7 +8,13 @@ import {
   parseModelConfig,
   toNativeConfig,
 } from './config.js';
-import { bindingForDevice, type Device, type DeviceOptions } from './device.js';
+import {
+  bindingForDevice,
+  type Device,
+  type DeviceOptions,
+  type DevicePrecision,
+  isDeviceBinding,
+} from './device.js';
 import { EngineError } from './errors.js';
 import type { EngineBinding, ModelHandle } from './native.js';
 
@@ -81,6 +87,8 @@ export class Model {
   readonly native: EngineBinding;
   /** Where parameters, gradients, optimizer state and activations live (device.ts). */
   readonly device: Device;
+  /** The matrix products' precision on the device (always fp32 on the cpu). */
+  readonly precision: DevicePrecision;
   private readonly params: Parameter[];
   private readonly byName = new Map<string, Parameter>();
   private readonly layout: readonly { offset: number; numel: number }[];
@@ -99,6 +107,7 @@ export class Model {
     this.dtype = modelDtype(config);
     this.device = options.device ?? 'cpu';
     this.native = bindingForDevice(options);
+    this.precision = options.precision ?? 'fp32';
     const created = this.native.createModel({ ...this.shape, training: options.training ?? true });
     this.handle = created.handle;
     const buffers = this.native.buffers(this.handle);
@@ -194,6 +203,24 @@ export class Model {
   }
 
   /**
+   * Training forward over a packed batch whose hidden states stay native: on a GPU device nothing
+   * [T, H] is copied to the host (a loss computed there next: sftLoss, the engine's
+   * devicePolicyLoss). The latest forward for backwardFromHidden / the losses, as forwardHidden.
+   */
+  forward(batch: PackedBatch, options: ForwardOptions = {}): { numTokens: number } {
+    validateBatch(batch, this.shape.vocab, this.shape.maxPositions);
+    const recompute = options.recompute ?? false;
+    if (isDeviceBinding(this.native)) {
+      this.native.forwardResident(this.handle, batch.tokenIds, batch.cuSeqlens, recompute);
+    } else {
+      this.native.forward(this.handle, batch.tokenIds, batch.cuSeqlens, recompute);
+    }
+    this.forwardTokens = batch.tokenIds;
+    this.forwardCu = batch.cuSeqlens;
+    return { numTokens: batch.tokenIds.length };
+  }
+
+  /**
    * Training forward over a packed batch. Returns the final-norm hidden states [T, H] (row t predicts
    * token t+1 of its sequence) for a loss computed outside (e.g. the fused-linear policy loss).
    */
@@ -256,7 +283,7 @@ export class Model {
     if (lossMask.length !== n) {
       throw new EngineError('INVALID_BATCH', `lossMask has ${lossMask.length} entries for ${n} tokens`);
     }
-    this.forwardHidden(batch, options);
+    this.forward(batch, options);
     const targets = new Int32Array(n).fill(-1);
     let count = 0;
     for (let s = 0; s + 1 < batch.cuSeqlens.length; s++) {

@@ -1,18 +1,22 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { SamplingParams } from '@agentrl/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import { loadModel, saveModel } from '../src/checkpoint.js';
 import {
   type Device,
   devicePolicyLoss,
+  deviceTransfers,
   deviceUnavailableReason,
   firstRunnableDevice,
   sampleOnDevice,
 } from '../src/device.js';
+import { createGenerator } from '../src/generator.js';
 import { createModel, type Model } from '../src/model.js';
 import { createAdamW } from '../src/optimizer.js';
+import { createRng, sampleToken } from '../src/sampling.js';
 import { logSoftmaxAt, tinyConfig } from './helpers.js';
 
 // The engine on a GPU device against the CPU engine: same seed, same batch, same numbers (fp32 to
@@ -48,6 +52,16 @@ const configs = {
   qwen3: tinyConfig(),
   qwen2: tinyConfig({ architectures: ['Qwen2ForCausalLM'], tie_word_embeddings: false, head_dim: 16 }),
   llama: tinyConfig({ architectures: ['LlamaForCausalLM'], num_key_value_heads: 4, attention_bias: true }),
+};
+
+/** The reference loss options: clip-higher 0.2 / 0.28, dual clip 3, token-mean. */
+const GRPO_ROC_LOSS = {
+  temperature: 1,
+  clipLow: 0.2,
+  clipHigh: 0.28,
+  dualClip: 3,
+  maxLogRatio: 20,
+  aggregation: 0,
 };
 
 function pair(cfg: (typeof configs)[keyof typeof configs], seed = 3): [Model, Model] {
@@ -151,49 +165,222 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
   });
 
   it.skipIf(!device)(
-    'on-device sampling: argmax at temperature 0, the exact softmax mass per token, top-p',
+    "on-device sampling draws the CPU engine's sampleToken tokens and logprobs from the same streams",
     () => {
-      const [cpu, dev] = pair(configs.qwen3, 13);
+      // qwen2 (untied): lm_head rows 10..39 copy row 9, so 31 of the 50 tokens share one logit: they
+      // fill ranks [r, r + 31) with r <= 19, and top-k 25 always cuts inside them (ties by id).
+      const [cpu, dev] = pair(configs.qwen2, 13);
       const V = cpu.shape.vocab;
-      const caches = [dev.native.createCache(dev.handle)];
-      const cpuCache = [cpu.native.createCache(cpu.handle)];
-      const logits = new Float32Array(V);
-      dev.native.extend(dev.handle, caches, Int32Array.from([1, 2, 3]), Int32Array.from([3]), logits);
-      cpu.native.extend(
-        cpu.handle,
-        cpuCache,
-        Int32Array.from([1, 2, 3]),
-        Int32Array.from([3]),
-        new Float32Array(V),
+      const lm = dev.parameter('lm_head.weight')?.data ?? new Float32Array(0);
+      const H = dev.shape.hidden;
+      for (let j = 10; j < 40; j++) lm.copyWithin(j * H, 9 * H, 10 * H);
+      dev.markWeightsChanged();
+      // Three prompts, four rows each: every row its own stream (2,100 draws in 175 launches).
+      const prompts = [[1, 2, 3], (seqs[0] ?? []).slice(0, 20), [7]].flatMap((p) => [p, p, p, p]);
+      const caches = prompts.map(() => dev.native.createCache(dev.handle));
+      const logits = new Float32Array(prompts.length * V);
+      dev.native.extend(
+        dev.handle,
+        caches,
+        Int32Array.from(prompts.flat()),
+        Int32Array.from(prompts, (p) => p.length),
+        logits,
       );
-      let argmax = 0;
-      for (let j = 1; j < V; j++) if ((logits[j] ?? 0) > (logits[argmax] ?? 0)) argmax = j;
-      expect(sampleOnDevice(dev, 0, 1, Float32Array.of(0.7))[0]).toBe(argmax);
-      // A grid of N uniforms gives each token a count within 1 of N * p(token) (inverse-CDF sampling).
-      const N = 2000;
-      const counts = new Array<number>(V).fill(0);
-      for (let i = 0; i < N; i++) {
-        const [tok] = sampleOnDevice(dev, 0.7, 1, Float32Array.of((i + 0.5) / N));
-        counts[tok ?? 0] = (counts[tok ?? 0] ?? 0) + 1;
+      const knobs: Pick<SamplingParams, 'temperature' | 'topK' | 'topP'>[] = [
+        { temperature: 0, topK: 0, topP: 1 },
+        { temperature: 0.7, topK: 0, topP: 1 },
+        { temperature: 1, topK: 25, topP: 1 },
+        { temperature: 0.8, topK: 0, topP: 0.9 },
+        { temperature: 1.3, topK: 12, topP: 0.6 },
+        { temperature: 1, topK: 0, topP: 0.3 },
+        { temperature: 2, topK: 3, topP: 0.999 },
+      ];
+      let draws = 0;
+      for (const [k, knob] of knobs.entries()) {
+        // One stream per row, as the generator keeps one per request; the CPU replays the same seeds.
+        const hostRngs = prompts.map((_, r) => createRng(100 * k + r));
+        const devRngs = prompts.map((_, r) => createRng(100 * k + r));
+        for (let step = 0; step < 25; step++) {
+          const got = sampleOnDevice(
+            dev,
+            prompts.map((_, r) => ({
+              ...knob,
+              uniform: knob.temperature > 0 ? (devRngs[r] as () => number)() : 0,
+            })),
+          );
+          prompts.forEach((_, r) => {
+            const want = sampleToken(logits.subarray(r * V, (r + 1) * V), knob, hostRngs[r] as () => number);
+            expect(got.tokens[r], `knob ${k} row ${r} step ${step}`).toBe(want.token);
+            expect(Math.abs((got.logprobs[r] ?? 0) - want.logprob)).toBeLessThan(
+              1e-12 * Math.max(1, -want.logprob),
+            );
+            draws++;
+          });
+        }
       }
-      const scaled = logits.map((z) => z / 0.7);
-      for (let j = 0; j < V; j++) {
-        const p = Math.exp(logSoftmaxAt(scaled, V, 0, j));
-        expect(Math.abs((counts[j] ?? 0) - N * p)).toBeLessThan(1.5);
+      expect(draws).toBe(knobs.length * 25 * prompts.length);
+      expect(() => sampleOnDevice(dev, [{ temperature: 1, topK: 0, topP: 1, uniform: 1 }])).toThrow(
+        /uniform must be in \[0, 1\)/,
+      );
+      expect(() =>
+        sampleOnDevice(dev, [
+          { temperature: 1, topK: 0, topP: 1, uniform: 0.5 },
+          { temperature: 1, topK: 0, topP: 1, uniform: 0.5 },
+        ]),
+      ).toThrow(/sample got 2 rows; the latest extend has 12/);
+    },
+  );
+
+  it.skipIf(!device)(
+    'on-device sampling: an inverse-CDF grid gives each token N * p of the kept set, within 1',
+    () => {
+      const [, dev] = pair(configs.qwen3, 13);
+      const V = dev.shape.vocab;
+      // B rows of the same prompt: one launch draws B points of the grid.
+      const B = 100;
+      const caches = Array.from({ length: B }, () => dev.native.createCache(dev.handle));
+      const all = new Float32Array(B * V);
+      const prompt = [1, 2, 3];
+      dev.native.extend(
+        dev.handle,
+        caches,
+        Int32Array.from({ length: 3 * B }, (_, i) => prompt[i % 3] ?? 0),
+        new Int32Array(B).fill(3),
+        all,
+      );
+      const logits = all.subarray(0, V);
+      const scaled = Array.from(logits, (z) => z / 0.7);
+      const order = [...Array(V).keys()].sort((x, y) => (scaled[y] ?? 0) - (scaled[x] ?? 0) || x - y);
+      const p = order.map((j) => Math.exp(logSoftmaxAt(Float32Array.from(scaled), V, 0, j)));
+      for (const { topK, topP } of [
+        { topK: 0, topP: 1 },
+        { topK: 6, topP: 1 },
+        { topK: 0, topP: 0.5 },
+      ]) {
+        let kept = topK > 0 ? topK : V;
+        if (topP < 1) {
+          let mass = 0;
+          kept = 0;
+          while (mass < topP) mass += p[kept++] ?? 1;
+        }
+        const mass = p.slice(0, kept).reduce((a, b) => a + b, 0);
+        const N = 1000;
+        const counts = new Map<number, number>();
+        for (let i0 = 0; i0 < N; i0 += B) {
+          const rows = Array.from({ length: B }, (_, i) => ({
+            temperature: 0.7,
+            topK,
+            topP,
+            uniform: (i0 + i + 0.5) / N,
+          }));
+          for (const t of sampleOnDevice(dev, rows).tokens) counts.set(t, (counts.get(t) ?? 0) + 1);
+        }
+        order.forEach((j, rank) => {
+          const want = rank < kept ? (N * (p[rank] ?? 0)) / mass : 0;
+          expect(Math.abs((counts.get(j) ?? 0) - want), `token ${j} topK ${topK} topP ${topP}`).toBeLessThan(
+            1.01,
+          );
+        });
       }
-      // top-p: only the smallest set of most likely tokens whose mass reaches topP is ever drawn.
-      const order = [...Array(V).keys()].sort((x, y) => (scaled[y] ?? 0) - (scaled[x] ?? 0));
-      const keep = new Set<number>();
-      let mass = 0;
-      for (const j of order) {
-        keep.add(j);
-        mass += Math.exp(logSoftmaxAt(scaled, V, 0, j));
-        if (mass >= 0.5) break;
-      }
-      for (let i = 0; i < 200; i++) {
-        const [tok] = sampleOnDevice(dev, 0.7, 0.5, Float32Array.of((i + 0.5) / 200));
-        expect(keep.has(tok ?? -1)).toBe(true);
-      }
+    },
+  );
+
+  it.skipIf(!device)(
+    'a Generator on the device: the CPU generator tokens, no logits to the host, batch and order independent',
+    async () => {
+      const [cpu, dev] = pair(configs.qwen3, 19);
+      const requests = [
+        { cacheId: 'a', tokenIds: [1, 2, 3], params: { temperature: 0.9, maxNewTokens: 12 } },
+        {
+          cacheId: 'b',
+          tokenIds: (seqs[0] ?? []).slice(0, 30),
+          params: { temperature: 1, topK: 8, maxNewTokens: 12 },
+        },
+        { cacheId: 'c', tokenIds: [9, 9], params: { temperature: 0.8, topP: 0.7, maxNewTokens: 12 } },
+        { cacheId: 'd', tokenIds: [4], params: { temperature: 0, maxNewTokens: 12 } },
+      ];
+      const want = await createGenerator(cpu, { seed: 5 }).generate(requests);
+      const before = deviceTransfers(dev);
+      const got = await createGenerator(dev, { seed: 5 }).generate(requests);
+      const after = deviceTransfers(dev);
+      got.forEach((g, i) => {
+        expect(g.tokenIds, requests[i]?.cacheId).toEqual(want[i]?.tokenIds);
+        g.logprobs.forEach((lp, t) => {
+          expect(Math.abs(lp - (want[i]?.logprobs[t] ?? 0))).toBeLessThan(forwardTol * 10);
+        });
+      });
+      // Per decode step: 16 bytes per row (token, logprob) come back; a row of logits would be 4 * V.
+      const steps = Math.max(...got.map((g) => g.tokenIds.length));
+      expect(after.toHost - before.toHost).toBeLessThanOrEqual(steps * requests.length * 16);
+      // Alone, or in another order beside other requests: the same tokens (its own stream and cache).
+      const alone = await createGenerator(dev, { seed: 5 }).generate([requests[2]!]);
+      expect(alone[0]?.tokenIds).toEqual(got[2]?.tokenIds);
+      const shuffled = await createGenerator(dev, { seed: 5 }).generate([
+        requests[3]!,
+        requests[2]!,
+        requests[0]!,
+      ]);
+      expect(shuffled[1]?.tokenIds).toEqual(got[2]?.tokenIds);
+      expect(shuffled[2]?.tokenIds).toEqual(got[0]?.tokenIds);
+    },
+  );
+
+  it.skipIf(!device)(
+    'a training step keeps the hidden states on the device: O(T) bytes to the host, same losses and gradients',
+    () => {
+      const cfg = configs.qwen2;
+      const [, dev] = pair(cfg, 23);
+      const batch = packSequences(seqs);
+      const T = batch.tokenIds.length;
+      const V = dev.shape.vocab;
+      const args = {
+        config: GRPO_ROC_LOSS,
+        targets: Int32Array.from(batch.tokenIds, (t, i) => (t * 5 + i) % V),
+        oldLogprobs: Float32Array.from({ length: T }, (_, i) => -4 + 0.2 * Math.cos(i)),
+        advantages: Float32Array.from({ length: T }, (_, i) => (i % 4) - 1.5),
+        lossMask: Uint8Array.from({ length: T }, (_, i) => (i % 7 === 0 ? 0 : 1)),
+        cuSeqlens: batch.cuSeqlens,
+      };
+      // Reference: the hidden states downloaded by forwardHidden, then the same device loss.
+      dev.zeroGrad();
+      const r0 = deviceTransfers(dev);
+      dev.forwardHidden(batch);
+      // The counter sees a download: forwardHidden brings [T, H] floats back.
+      expect(deviceTransfers(dev).toHost - r0.toHost).toBe(T * dev.shape.hidden * 4);
+      const logpRef = new Float32Array(T);
+      const ref = devicePolicyLoss(dev, { ...args, logp: logpRef });
+      const gradRef = dev.parameters().map((p) => Float32Array.from(p.grad));
+      dev.zeroGrad();
+      const before = deviceTransfers(dev);
+      dev.forward(batch);
+      const logp = new Float32Array(T);
+      const m = devicePolicyLoss(dev, { ...args, logp });
+      const mid = deviceTransfers(dev);
+      // logp [T] floats, 8 metrics, one flag: nothing [T, H] (that would be T * H * 4 bytes).
+      expect(mid.toHost - before.toHost).toBeLessThanOrEqual(4 * T + 8 * 8 + 4);
+      expect(m.loss).toBe(ref.loss);
+      expect(logp).toEqual(logpRef);
+      dev.parameters().forEach((p, i) => {
+        expect(p.grad, p.name).toEqual(gradRef[i]);
+      });
+      // The same step again (forward, loss, grad norm, AdamW) allocates no device memory.
+      const opt = createAdamW(dev, { lr: 1e-3, warmupSteps: 0 });
+      const step = () => {
+        dev.zeroGrad();
+        dev.forward(batch);
+        devicePolicyLoss(dev, { ...args, logp });
+        opt.step();
+      };
+      step();
+      const a0 = deviceTransfers(dev).allocations;
+      step();
+      expect(deviceTransfers(dev).allocations - a0).toBe(0);
+      // sftLoss too: per-row losses come back, not the hidden states.
+      const mask = new Uint8Array(T).fill(1);
+      const s0 = deviceTransfers(dev);
+      dev.sftLoss(batch, mask);
+      const s1 = deviceTransfers(dev);
+      expect(s1.toHost - s0.toHost).toBeLessThanOrEqual(4 * T);
     },
   );
 
@@ -252,14 +439,7 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
       dev.forwardHidden(batch);
       const logp = new Float32Array(T);
       const m = devicePolicyLoss(dev, {
-        config: {
-          temperature: 1,
-          clipLow: 0.2,
-          clipHigh: 0.28,
-          dualClip: 3,
-          maxLogRatio: 20,
-          aggregation: 0,
-        },
+        config: GRPO_ROC_LOSS,
         targets,
         oldLogprobs,
         advantages,
@@ -347,6 +527,50 @@ describe(`loadModel(dir, { device }) (${where})`, () => {
       expect(moved).toBe(true);
     },
   );
+});
+
+describe(`bf16 matrix products on the device (${where})`, () => {
+  it.skipIf(!device)(
+    'within 3e-2 of the fp32 CPU engine (forward, loss, gradients), and AdamW keeps fp32 master weights',
+    () => {
+      const cpu = createModel(configs.qwen3, { seed: 29 });
+      const dev = createModel(configs.qwen3, { seed: 29, device: gpu, precision: 'bf16' });
+      const batch = packSequences(seqs);
+      const h = rel(dev.forwardHidden(batch).hidden, cpu.forwardHidden(batch).hidden);
+      // bf16 really rounds (fp32 on the device agrees to 1e-5), and stays within bf16's 8 bits.
+      expect(h).toBeGreaterThan(1e-4);
+      expect(h).toBeLessThan(3e-2);
+      const mask = new Uint8Array(batch.tokenIds.length).fill(1);
+      const lc = cpu.sftLoss(batch, mask).loss;
+      const ld = dev.sftLoss(batch, mask).loss;
+      expect(Math.abs(ld - lc)).toBeLessThan(1e-2 * lc);
+      const pc = cpu.parameters();
+      dev.parameters().forEach((p, i) => {
+        expect(rel(p.grad, pc[i]?.grad ?? []), p.name).toBeLessThan(5e-2);
+      });
+      // A step of lr = 1e-5 on weights of ~0.1 is far below bf16's resolution there (~4e-4): fp32
+      // master weights keep it whole (the first AdamW step moves each weight by about lr).
+      const name = 'model.layers.0.self_attn.q_proj.weight';
+      const w0 = Float32Array.from(dev.parameter(name)?.data ?? []);
+      createAdamW(dev, { lr: 1e-5, warmupSteps: 0, weightDecay: 0 }).step();
+      const w1 = dev.parameter(name)?.data ?? new Float32Array(0);
+      let whole = 0;
+      for (let i = 0; i < w0.length; i++) {
+        if (Math.abs(Math.abs((w1[i] ?? 0) - (w0[i] ?? 0)) - 1e-5) < 2e-6) whole++;
+      }
+      expect(whole / w0.length).toBeGreaterThan(0.9);
+    },
+  );
+
+  it("precision 'bf16' on the cpu is refused with the way out", async () => {
+    expect(() => createModel(configs.qwen3, { precision: 'bf16' })).toThrow(
+      /precision 'bf16' needs a GPU device \(cuda or rocm\): the CPU engine computes in fp32/,
+    );
+    await expect(loadModel(join(ckptRoot, 'absent'), { precision: 'bf16' })).rejects.toThrow(
+      /precision 'bf16' needs a GPU device/,
+    );
+    expect(createModel(configs.qwen3, { precision: 'fp32' }).device).toBe('cpu');
+  });
 });
 
 describe('choosing the device', () => {

@@ -137,18 +137,11 @@ const viaExecutor = (ex: Executor) => async (code: string) => {
   return { ok: r.status === 'ok', ms: r.latencyMs };
 };
 
-async function main() {
-  const results: Record<string, unknown> = {};
-  const log = (k: string, f: Figures, base?: Figures) => {
-    const ratio = base ? ` (${(f.callsPerSec / base.callsPerSec).toFixed(1)}x baseline)` : '';
-    console.log(
-      `${k.padEnd(34)} ${String(f.callsPerSec).padStart(8)} calls/s  p50 ${String(f.p50Ms).padStart(8)} ms  p99 ${String(f.p99Ms).padStart(8)} ms  ok ${f.ok}/${f.n}${ratio}`,
-    );
-    results[k] = base
-      ? { ...f, speedupVsBaseline: Math.round((f.callsPerSec / base.callsPerSec) * 10) / 10 }
-      : f;
-  };
+type Log = (k: string, f: Figures, base?: Figures) => void;
+type Modes = [string, Executor][];
 
+/** The three modes, each ready to run: an embedded pool, an HTTP server, a Redis with one worker. */
+async function startModes(): Promise<{ modes: Modes; close(): Promise<void> }> {
   const pool = await new EmbeddedPool({}).start();
   const server = await serve({ port: 0, pool: {} });
   const http = new HttpExecutor({ url: server.url, batchSize: 32, lingerMs: 1 });
@@ -160,74 +153,86 @@ async function main() {
     batchSize: 32,
     lingerMs: 1,
   }).connect();
-  const modes: [string, Executor][] = [
+  const modes: Modes = [
     ['embedded', pool],
     ['http', http],
     ['redis', redis],
   ];
-  try {
-    for (const [, ex] of modes) await throughput(ex, SNIPPETS.a, 20); // warm connections and caches
-    // The machine is shared: each round measures the baseline and every mode back to back, and the
-    // figures quoted are the medians over rounds.
-    for (const key of ['a', 'b'] as const) {
-      const code = SNIPPETS[key];
-      const rounds: Record<string, Figures[]> = Object.fromEntries(
-        ['baseline', ...modes.map(([n]) => n)].map((n) => [n, [] as Figures[]]),
-      );
-      for (let round = 0; round < ROUNDS; round++) {
-        const base = await baselineThroughput(
-          code,
-          key === 'a' ? Math.round(N.a / 10) : Math.max(3, Math.round(N.b / 10)),
-        );
-        rounds.baseline?.push(base);
-        for (const [name, ex] of modes) rounds[name]?.push(await throughput(ex, code, N[key]));
-      }
-      const base = medianFigures(rounds.baseline as Figures[]);
-      log(`${key} baseline fresh python3`, base);
-      for (const [name] of modes)
-        log(`${key} ${name} throughput`, medianFigures(rounds[name] as Figures[]), base);
-    }
-    // Latency at a sustained load: the same steady rate for every path, about a third of the pool's capacity.
-    const capacity = (results['a embedded throughput'] as Figures).callsPerSec;
-    const rate = Math.max(5, Math.round(capacity / 3));
-    const baseRate = Math.max(
-      1,
-      Math.round((results['a baseline fresh python3'] as Figures).callsPerSec / 2),
-    );
-    const seconds = QUICK ? 2 : 3;
-    log(`a steady baseline @${baseRate}/s`, await steadyLatency(freshPython, SNIPPETS.a, baseRate, seconds));
-    // Rounds of [embedded, http, redis] back to back; medians over rounds, as for throughput.
-    const steadyRounds: Record<string, Figures[]> = Object.fromEntries(
-      modes.map(([n]) => [n, [] as Figures[]]),
+  return {
+    modes,
+    async close() {
+      await redis.close();
+      await worker.stop();
+      await redisServer.stop();
+      await http.close();
+      await server.close();
+      await pool.close();
+    },
+  };
+}
+
+/**
+ * Closed-loop throughput of both snippets. The machine is shared: each round measures the baseline and
+ * every mode back to back, and the figures quoted are the medians over rounds.
+ */
+async function measureThroughput(modes: Modes, log: Log): Promise<void> {
+  for (const key of ['a', 'b'] as const) {
+    const code = SNIPPETS[key];
+    const rounds: Record<string, Figures[]> = Object.fromEntries(
+      ['baseline', ...modes.map(([n]) => n)].map((n) => [n, [] as Figures[]]),
     );
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, ex] of modes) {
-        steadyRounds[name]?.push(await steadyLatency(viaExecutor(ex), SNIPPETS.a, rate, seconds));
-      }
+      const base = await baselineThroughput(
+        code,
+        key === 'a' ? Math.round(N.a / 10) : Math.max(3, Math.round(N.b / 10)),
+      );
+      rounds.baseline?.push(base);
+      for (const [name, ex] of modes) rounds[name]?.push(await throughput(ex, code, N[key]));
     }
-    const steady: Record<string, Figures> = {};
-    for (const [name] of modes) {
-      steady[name] = medianFigures(steadyRounds[name] as Figures[]);
-      log(`a steady ${name} @${rate}/s`, steady[name] as Figures);
-    }
-    const added = (steady.redis as Figures).p50Ms - (steady.embedded as Figures).p50Ms;
-    const addedHttp = (steady.http as Figures).p50Ms - (steady.embedded as Figures).p50Ms;
-    console.log(
-      `added p50 latency per call at ${rate}/s: redis ${added.toFixed(2)} ms, http ${addedHttp.toFixed(2)} ms`,
-    );
-    results.addedLatencyMs = {
-      redis: Math.round(added * 100) / 100,
-      http: Math.round(addedHttp * 100) / 100,
-      rate,
-    };
-  } finally {
-    await redis.close();
-    await worker.stop();
-    await redisServer.stop();
-    await http.close();
-    await server.close();
-    await pool.close();
+    const base = medianFigures(rounds.baseline as Figures[]);
+    log(`${key} baseline fresh python3`, base);
+    for (const [name] of modes)
+      log(`${key} ${name} throughput`, medianFigures(rounds[name] as Figures[]), base);
   }
+}
+
+/**
+ * Latency at a sustained load: the same steady rate for every path, about a third of the pool's
+ * capacity; rounds of [embedded, http, redis] back to back, medians over rounds. Adds the latency the
+ * remote paths add per call to `results`.
+ */
+async function measureSteady(modes: Modes, results: Record<string, unknown>, log: Log): Promise<void> {
+  const capacity = (results['a embedded throughput'] as Figures).callsPerSec;
+  const rate = Math.max(5, Math.round(capacity / 3));
+  const baseRate = Math.max(1, Math.round((results['a baseline fresh python3'] as Figures).callsPerSec / 2));
+  const seconds = QUICK ? 2 : 3;
+  log(`a steady baseline @${baseRate}/s`, await steadyLatency(freshPython, SNIPPETS.a, baseRate, seconds));
+  const steadyRounds: Record<string, Figures[]> = Object.fromEntries(
+    modes.map(([n]) => [n, [] as Figures[]]),
+  );
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, ex] of modes) {
+      steadyRounds[name]?.push(await steadyLatency(viaExecutor(ex), SNIPPETS.a, rate, seconds));
+    }
+  }
+  const steady: Record<string, Figures> = {};
+  for (const [name] of modes) {
+    steady[name] = medianFigures(steadyRounds[name] as Figures[]);
+    log(`a steady ${name} @${rate}/s`, steady[name] as Figures);
+  }
+  const added = (steady.redis as Figures).p50Ms - (steady.embedded as Figures).p50Ms;
+  const addedHttp = (steady.http as Figures).p50Ms - (steady.embedded as Figures).p50Ms;
+  console.log(
+    `added p50 latency per call at ${rate}/s: redis ${added.toFixed(2)} ms, http ${addedHttp.toFixed(2)} ms`,
+  );
+  results.addedLatencyMs = {
+    redis: Math.round(added * 100) / 100,
+    http: Math.round(addedHttp * 100) / 100,
+    rate,
+  };
+}
+
+function writeResults(results: Record<string, unknown>): void {
   const out = {
     package: '@agentrl/executor',
     date: new Date().toISOString(),
@@ -247,6 +252,28 @@ async function main() {
   mkdirSync(dir, { recursive: true });
   writeFileSync(resolve(dir, 'executor.json'), `${JSON.stringify(out, null, 2)}\n`);
   console.log(`wrote ${resolve(dir, 'executor.json')}`);
+}
+
+async function main() {
+  const results: Record<string, unknown> = {};
+  const log: Log = (k, f, base) => {
+    const ratio = base ? ` (${(f.callsPerSec / base.callsPerSec).toFixed(1)}x baseline)` : '';
+    console.log(
+      `${k.padEnd(34)} ${String(f.callsPerSec).padStart(8)} calls/s  p50 ${String(f.p50Ms).padStart(8)} ms  p99 ${String(f.p99Ms).padStart(8)} ms  ok ${f.ok}/${f.n}${ratio}`,
+    );
+    results[k] = base
+      ? { ...f, speedupVsBaseline: Math.round((f.callsPerSec / base.callsPerSec) * 10) / 10 }
+      : f;
+  };
+  const { modes, close } = await startModes();
+  try {
+    for (const [, ex] of modes) await throughput(ex, SNIPPETS.a, 20); // warm connections and caches
+    await measureThroughput(modes, log);
+    await measureSteady(modes, results, log);
+  } finally {
+    await close();
+  }
+  writeResults(results);
 }
 
 await main();

@@ -12,6 +12,7 @@ import {
   ENQUEUE,
   fields,
   firstAnswer,
+  PrefixSchema,
   RENEW,
   redisKeys,
 } from './redis-scripts.js';
@@ -23,10 +24,7 @@ import type { Executor, ExecutorStats, RunOptions, RunRequest, RunResult } from 
 
 export const RedisClientSchema = RemoteClientSchema.extend({
   redis: z.string().describe('Redis URL, e.g. redis://127.0.0.1:6379'),
-  prefix: z
-    .string()
-    .default('agentrl:exec:')
-    .describe('key prefix shared by clients and workers of one deployment'),
+  prefix: PrefixSchema,
   maxQueued: z
     .number()
     .int()

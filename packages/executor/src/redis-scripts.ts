@@ -129,6 +129,12 @@ for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
 end
 return removed`;
 
+/** The key prefix of one deployment, the same for its clients and workers (the `prefix` config field). */
+export const PrefixSchema = z
+  .string()
+  .default('agentrl:exec:')
+  .describe('key prefix shared by clients and workers of one deployment');
+
 /** The first-connect limit of clients and workers alike (the `connectTimeoutMs` config field). */
 export const ConnectTimeoutSchema = z
   .number()

@@ -63,13 +63,9 @@ export class Rng {
 
   /** A stream from a 32-bit seed and a numeric stream id, the state filled by splitmix32. */
   static seeded(seed: number, stream = 0): Rng {
-    let s = (seed ^ Math.imul(stream, 0x27d4eb2f)) | 0;
-    let a: number;
-    let b: number;
-    let c: number;
-    [s, a] = splitmix32(s);
-    [s, b] = splitmix32(s);
-    [s, c] = splitmix32(s ^ stream);
+    const [s1, a] = splitmix32((seed ^ Math.imul(stream, 0x27d4eb2f)) | 0);
+    const [s2, b] = splitmix32(s1);
+    const [, c] = splitmix32(s2 ^ stream);
     return new Rng([a, b, c, 1]).warm();
   }
 

@@ -87,6 +87,18 @@ describe('config', () => {
     expect(err.message).toMatch(/rl\.aggregation:/);
   });
 
+  it('--precision: fp32 by default, bf16 with a GPU device, refused on the cpu with the way out', () => {
+    expect(resolveConfig().precision).toBe('fp32');
+    const gpu = parseArgs(['--device', 'cuda', '--precision', 'bf16'], TRAIN_FLAGS);
+    expect(resolveConfig({ overrides: gpu.overrides })).toMatchObject({ device: 'cuda', precision: 'bf16' });
+    const cpu = parseArgs(['--precision', 'bf16'], TRAIN_FLAGS);
+    const err = configError(() => resolveConfig({ overrides: cpu.overrides }));
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toMatch(
+      /precision: bf16 runs on a GPU device only .*add --device cuda or --device rocm/,
+    );
+  });
+
   it('rejects unknown keys in a file (typos do not pass silently) and unknown flags', () => {
     const file = join(tmp, 'typo.json');
     writeFileSync(file, JSON.stringify({ rl: { learningRate: 1 } }));

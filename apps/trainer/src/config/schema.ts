@@ -291,6 +291,12 @@ export const TrainConfigSchema = z
       .describe(
         "where the policy's weights, gradients, optimizer state and activations live, and where the in-process engine decodes: cpu, cuda (an NVIDIA GPU) or rocm (an AMD GPU); a GPU device that cannot run here stops the run at start",
       ),
+    precision: z
+      .enum(['fp32', 'bf16'])
+      .default('fp32')
+      .describe(
+        'matrix products of the policy on a GPU device: fp32, or bf16 (inputs rounded to bf16 on tensor cores, fp32 accumulation, fp32 master weights in AdamW); bf16 needs --device cuda or rocm',
+      ),
     checkpointEvery: int()
       .nonnegative()
       .default(10)
@@ -303,6 +309,16 @@ export const TrainConfigSchema = z
     eval: EvalConfigSchema.prefault({}),
     executor: ExecutorConfigSchema.prefault({}),
     engine: EngineConfigSchema.prefault({}),
+  })
+  .superRefine((cfg, ctx) => {
+    if (cfg.precision === 'bf16' && cfg.device === 'cpu') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['precision'],
+        message:
+          'bf16 runs on a GPU device only (the CPU engine computes in fp32): add --device cuda or --device rocm, or leave --precision at fp32',
+      });
+    }
   })
 
   .describe('agentrl train configuration');

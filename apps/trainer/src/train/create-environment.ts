@@ -73,8 +73,8 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
     if (remote.length) {
       engines.push(...remote);
     } else {
-      // On a GPU the KV-cache prefill and decode run on the device and each step's last-token logits
-      // come back for sampleToken (the same draws and logprobs as on the CPU). The device has no
+      // On a GPU the KV-cache prefill, decode and sampling run on the device (sampleToken's rules,
+      // each request's own stream): only tokens and logprobs come back. The device has no
       // batch-invariant panel path and no hidden-state output to rescore, so no scorer there: the
       // recorded logprobs are the device's, and rolloutTrainLogprobMaxAbsDiff shows how far they drift.
       const onCpu = policy!.model.device === 'cpu';

@@ -237,6 +237,34 @@ describe(`NativeTrainer with --device (${where})`, () => {
   });
 
   it.skipIf(!gpu)(
+    '--precision bf16: the model is bf16 on the device, its SFT step within 2% of the CPU',
+    async () => {
+      const V = 300;
+      const init = tempDir();
+      const base = { model: { hiddenSize: 64, intermediateSize: 128, maxPositions: 512 } };
+      await saveModel(createModel(hfConfigFor(parseConfig(base), V, 0), { seed: 4 }), init, {
+        dtype: 'float32',
+      });
+      const tok = tokenizerOfSize(V);
+      const cpu = await NativeTrainer.create(parseConfig(base), { initDir: init, tokenizer: tok });
+      const dev = await NativeTrainer.create(parseConfig({ ...base, device: gpu, precision: 'bf16' }), {
+        initDir: init,
+        tokenizer: tok,
+      });
+      expect(dev.model.precision).toBe('bf16');
+      const mb = microBatch(10, [50, 40], V);
+      const sft = [
+        { tokenIds: Array.from(mb.tokenIds), lossMask: Array.from(mb.lossMask, (m) => (m ? 1 : 0) as 0 | 1) },
+      ];
+      const sc = cpu.sftStep(sft);
+      const sd = dev.sftStep(sft);
+      // bf16 rounding shows (fp32 on the device agrees to 1e-5) and stays small.
+      expect(Math.abs(sd.loss - sc.loss)).toBeGreaterThan(1e-5 * sc.loss);
+      expect(Math.abs(sd.loss - sc.loss)).toBeLessThan(2e-2 * sc.loss);
+    },
+  );
+
+  it.skipIf(!gpu)(
     'SFT and GRPO steps on the device track the CPU trainer; the device checkpoint loads back (fp32)',
     async () => {
       const V = 300;

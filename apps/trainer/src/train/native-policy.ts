@@ -52,8 +52,10 @@ export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: num
  * from (so the weight sync after an update is the version bump AdamW does), an AdamW per phase (SFT
  * then RL, moments reset between them), masked cross-entropy for SFT and the fused-linear GRPO loss
  * of @agentrl/kernels for RL. With `device: cuda | rocm` the model lives on that GPU: the SFT
- * cross-entropy and the fused-linear loss (engine's devicePolicyLoss) run there, the generator's
- * KV-cache decode too, and saves read the fp32 master weights back from the device.
+ * cross-entropy and the fused-linear loss (engine's devicePolicyLoss) run there on hidden states
+ * that never leave the device, the generator's KV-cache decode and its sampling too, and saves read
+ * the fp32 master weights back from the device. `precision: bf16` rounds the matrix products'
+ * inputs to bf16 (fp32 accumulation, fp32 master weights).
  */
 export class NativeTrainer implements TrainablePolicy {
   private phase: 'sft' | 'rl' = 'sft';
@@ -85,12 +87,14 @@ export class NativeTrainer implements TrainablePolicy {
     const tok = opts.tokenizer.tokenizer;
     const training = opts.trainable ?? true;
     const device = cfg.device;
+    const precision = cfg.precision;
     const model = opts.initDir
-      ? await loadModel(opts.initDir, { training, device })
+      ? await loadModel(opts.initDir, { training, device, precision })
       : createModel(hfConfigFor(cfg, tok.vocabSize, tok.eosTokenId), {
           seed: hashSeed(cfg.seed, 'init'),
           training,
           device,
+          precision,
         });
     assertTokenizerFits(opts.tokenizer, model.config.vocab_size, opts.initDir);
     const t = new NativeTrainer(model, cfg, opts.tokenizer.dir);
@@ -254,7 +258,8 @@ export class NativeTrainer implements TrainablePolicy {
   private deviceLoss(options: MicroBatchLossOptions): MicroBatchLoss {
     const config = { ...nativePolicyLossConfig(parsePolicyLossConfig(options)) };
     return (mb, s) => {
-      this.model.forwardHidden({ tokenIds: mb.tokenIds, cuSeqlens: mb.cuSeqlens });
+      // The hidden states stay on the device: the loss reads them there, only logp comes back.
+      this.model.forward({ tokenIds: mb.tokenIds, cuSeqlens: mb.cuSeqlens });
       const logprobs = new Float32Array(mb.tokenIds.length);
       const { loss, ...metrics } = devicePolicyLoss(this.model, {
         config,

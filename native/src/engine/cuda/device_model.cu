@@ -18,6 +18,7 @@
 #include "gpu/abi_guard.h"
 #include "gpu/gemm.h"
 #include "gpu/gpu_compat.h"
+#include "gpu/transfers.h"
 #include "kernels/gpu_fused_linear.h"
 
 namespace agentrl::engine::gpu {
@@ -48,7 +49,7 @@ class DevArray {
     if (n <= cap_) return;
     if (p_) (void)gpuFree(p_);
     p_ = nullptr;
-    Check(gpuMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(X)),
+    Check(agentrl::gpu::DeviceMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(X)),
           ("allocating " + std::to_string(n * sizeof(X)) + " bytes").c_str());
     cap_ = n;
   }
@@ -57,10 +58,10 @@ class DevArray {
   }
   void Upload(const X* host, size_t n) {
     Resize(n);
-    if (n) Check(gpuMemcpy(p_, host, n * sizeof(X), gpuMemcpyHostToDevice), "copy to device");
+    if (n) Check(agentrl::gpu::CopyToDevice(p_, host, n * sizeof(X)), "copy to device");
   }
   void Download(X* host, size_t n) const {
-    if (n) Check(gpuMemcpy(host, p_, n * sizeof(X), gpuMemcpyDeviceToHost), "copy to host");
+    if (n) Check(agentrl::gpu::CopyToHost(host, p_, n * sizeof(X)), "copy to host");
   }
   X* data() const { return p_; }
   size_t size() const { return n_; }
@@ -121,7 +122,7 @@ class DeviceModel {
   double GradNormSquared();
   void AdamW(float lr, float b1, float b2, float eps, float wd, int64_t step, float grad_scale);
   void Extend(Cache* const* caches, int batch, const int32_t* tokens, const int32_t* counts, float* logits_out);
-  void SampleLast(float temperature, float top_p, const float* u, int32_t* out);
+  void SampleLast(int rows, const double* params, double* out);
   kernels::Metrics PolicyLoss(AgentrlGpuPolicyLossArgs* a);
 
   void BackwardHost(const float* d_hidden, const float* d_lm) {
@@ -184,8 +185,15 @@ class DeviceModel {
   Buf rope_cos_, rope_sin_;
   int rope_len_ = 0;
   Acts infer_acts_;
-  Buf infer_x_, infer_y_, infer_last_, infer_normed_, infer_r_, last_logits_, sample_scratch_, sample_u_;
-  IBuf infer_tokens_, infer_seq_, infer_pos_, infer_last_rows_, sample_out_;
+  Buf infer_x_, infer_y_, infer_last_, infer_normed_, infer_r_, last_logits_;
+  IBuf infer_tokens_, infer_seq_, infer_pos_, infer_last_rows_;
+  DevArray<double> sample_params_, sample_out_, sample_probs_, sample_cand_v_;
+  IBuf sample_cand_i_;
+  // Cross-entropy and policy-loss scratch, grown once (no device allocation per micro-batch).
+  Buf ce_dh_, ce_hb_, ce_lg_, ce_dhb_, ce_loss_, policy_dh_;
+  kernels::gpu::FusedLinearScratch policy_scratch_;
+  DevArray<double> norm_partials_;
+  IBuf ce_rows_, ce_targets_;
   DevArray<CachePtrs> cache_ptrs_;
   int last_batch_ = 0;
 };
@@ -382,16 +390,17 @@ double DeviceModel::CrossEntropy(const int32_t* targets, float scale) {
   std::vector<int32_t> rows;
   for (size_t t = 0; t < T; ++t)
     if (targets[t] >= 0) rows.push_back(static_cast<int32_t>(t));
-  Buf dh;
+  Buf& dh = ce_dh_;
   dh.Resize(T * h);
   dh.Zero();
-  IBuf d_rows, d_targets;
+  IBuf& d_rows = ce_rows_;
+  IBuf& d_targets = ce_targets_;
   d_rows.Upload(rows.data(), rows.size());
   d_targets.Upload(targets, T);
   const float* w = params_.data() + lm_;
   float* gw = grads_.data() + lm_;
   constexpr int kChunk = 256;
-  Buf hb, lg, dhb, loss;
+  Buf &hb = ce_hb_, &lg = ce_lg_, &dhb = ce_dhb_, &loss = ce_loss_;
   hb.Resize(static_cast<size_t>(kChunk) * h);
   lg.Resize(static_cast<size_t>(kChunk) * vocab);
   dhb.Resize(static_cast<size_t>(kChunk) * h);
@@ -422,7 +431,7 @@ void DeviceModel::Logits(float* out) {
 }
 
 double DeviceModel::GradNormSquared() {
-  DevArray<double> part;
+  DevArray<double>& part = norm_partials_;
   part.Resize((num_ >> 16) + 1);
   const int blocks = SumSquaresPartials(grads_.data(), static_cast<int64_t>(num_), part.data());
   std::vector<double> host(blocks);
@@ -505,25 +514,35 @@ void DeviceModel::Extend(Cache* const* caches, int batch, const int32_t* tokens,
   if (logits_out) last_logits_.Download(logits_out, static_cast<size_t>(batch) * c_.vocab);
 }
 
-void DeviceModel::SampleLast(float temperature, float top_p, const float* u, int32_t* out) {
+// One upload of the rows' parameters and uniforms, one download of their tokens and logprobs.
+void DeviceModel::SampleLast(int rows, const double* params, double* out) {
   if (last_batch_ == 0) throw std::runtime_error("sample needs an extend first");
-  sample_u_.Upload(u, last_batch_);
-  sample_out_.Resize(last_batch_);
-  sample_scratch_.Resize(static_cast<size_t>(last_batch_) * c_.vocab);
-  Sample(last_logits_.data(), last_batch_, c_.vocab, temperature, top_p, sample_u_.data(), sample_out_.data(),
-         sample_scratch_.data());
-  sample_out_.Download(out, last_batch_);
+  if (rows != last_batch_) {
+    throw kernels::InvalidArgument("sample got " + std::to_string(rows) + " rows; the latest extend has " +
+                                   std::to_string(last_batch_));
+  }
+  const size_t R = static_cast<size_t>(rows);
+  sample_params_.Upload(params, R * 4);
+  sample_out_.Resize(R * 2);
+  sample_probs_.Resize(R * c_.vocab);
+  const size_t stride = static_cast<size_t>(SampleCandidateStride(c_.vocab));
+  sample_cand_v_.Resize(R * stride);
+  sample_cand_i_.Resize(R * stride);
+  Sample(last_logits_.data(), rows, c_.vocab, sample_params_.data(), sample_out_.data(), sample_probs_.data(),
+         sample_cand_v_.data(), sample_cand_i_.data());
+  sample_out_.Download(out, R * 2);
 }
 
 kernels::Metrics DeviceModel::PolicyLoss(AgentrlGpuPolicyLossArgs* a) {
   if (a->tokens.T != total_) throw std::runtime_error("policy loss: token count differs from the latest forward");
   const int h = c_.hidden;
-  Buf dh;
+  Buf& dh = policy_dh_;
   dh.Resize(static_cast<size_t>(total_) * h);
   // dWeight accumulates straight into the lm_head gradient (the embedding's when tied).
   kernels::Metrics m = kernels::gpu::FusedLinearDevice(a->config, a->tokens, hidden_.data(), params_.data() + lm_, h,
                                                        c_.vocab, dh.data(), grads_.data() + lm_, true, a->logp,
-                                                       a->entropy, &a->workspace_bytes, c_.precision);
+                                                       a->entropy, &a->workspace_bytes, c_.precision,
+                                                       &policy_scratch_);
   Backward(dh.data(), nullptr);
   return m;
 }
@@ -597,12 +616,17 @@ AGENTRL_EXPORT int agentrl_engine_extend(void* model, void* const* caches, int b
     M(model)->Extend(reinterpret_cast<Cache* const*>(caches), batch, tokens, counts, logits_out);
   });
 }
-AGENTRL_EXPORT int agentrl_engine_sample(void* model, float temperature, float top_p, const float* u, int32_t* out,
-                                         char* err, int err_len) {
-  return AbiGuard(err, err_len, [&] { M(model)->SampleLast(temperature, top_p, u, out); });
+AGENTRL_EXPORT int agentrl_engine_sample(void* model, int rows, const double* params, double* out, char* err,
+                                         int err_len) {
+  return AbiGuard(err, err_len, [&] { M(model)->SampleLast(rows, params, out); });
 }
 AGENTRL_EXPORT int agentrl_engine_policy_loss(void* model, AgentrlGpuPolicyLossArgs* args, char* err, int err_len) {
   return AbiGuard(err, err_len, [&] { args->metrics = M(model)->PolicyLoss(args); });
+}
+AGENTRL_EXPORT void agentrl_engine_transfers(int64_t* to_device, int64_t* to_host, int64_t* allocations) {
+  *to_device = agentrl::gpu::Transfers().to_device.load();
+  *to_host = agentrl::gpu::Transfers().to_host.load();
+  *allocations = agentrl::gpu::Transfers().allocations.load();
 }
 AGENTRL_EXPORT int agentrl_engine_info(char* out, int out_len) {
   std::snprintf(out, out_len, "%s", agentrl::gpu::GemmPath().c_str());

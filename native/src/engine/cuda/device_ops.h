@@ -56,10 +56,12 @@ void CacheWrite(const float* k, const float* v, const CachePtrs* caches, const i
 void AttentionCached(const float* q, float* out, const CachePtrs* caches, const int32_t* seq_of, const int32_t* pos,
                      int total, const AttnShape& s);
 
-// On-device sampling from logits [rows, vocab]: softmax(z / temperature), the top-p nucleus (every
-// token whose probability is >= the cut, the cut being the largest p with mass >= top_p), then the
-// token at u[row] * kept mass in vocabulary order. temperature <= 0: argmax (lowest id on ties).
-void Sample(const float* logits, int rows, int vocab, float temperature, float top_p, const float* u, int32_t* out,
-            float* scratch);
+// On-device sampling, row b of logits [rows, vocab] with params[b] = {temperature, top_k, top_p, u}
+// (top_k <= 0: none; u: the request's uniform in [0, 1)): the CPU engine's sampleToken in float64
+// (see sampling.cu); out[b] = {token, logprob under softmax(z / temperature)}. Scratch: probs
+// [rows, vocab], cand_v / cand_i [rows, SampleCandidateStride(vocab)].
+int SampleCandidateStride(int vocab);
+void Sample(const float* logits, int rows, int vocab, const double* params, double* out, double* probs,
+            double* cand_v, int32_t* cand_i);
 
 }  // namespace agentrl::engine::gpu

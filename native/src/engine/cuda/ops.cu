@@ -5,6 +5,7 @@
 #include "engine/cuda/device_ops.h"
 #include "gpu/block_reduce.h"
 #include "gpu/gpu_compat.h"
+#include "gpu/transfers.h"
 
 namespace agentrl::engine::gpu {
 namespace {
@@ -198,7 +199,7 @@ void ColumnReduce(const float* x, const float* y, const float* rstd, float* out,
   if (need > capacity) {
     if (scratch) (void)gpuFree(scratch);
     scratch = nullptr;
-    Check(gpuMalloc(reinterpret_cast<void**>(&scratch), need * sizeof(float)), "column-sum scratch");
+    Check(agentrl::gpu::DeviceMalloc(reinterpret_cast<void**>(&scratch), need * sizeof(float)), "column-sum scratch");
     capacity = need;
   }
   AGENTRL_LAUNCH(ColumnPartialsKernel, dim3(Blocks(n), chunks), kThreads, 0, x, y, rstd, scratch, rows, n);

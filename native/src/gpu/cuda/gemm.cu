@@ -152,9 +152,22 @@ bool LtMatmul(Lt& lt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
 
 constexpr int kTile = 16;
 
-// The fallback: one 16 x 16 output tile per block through shared-memory tiles of A and B, fp32.
+// x rounded to the nearest bf16 (ties to even), kept in a float: what a FAST_16BF product sees.
+__device__ inline float RoundToBf16(float x) {
+  unsigned u;
+  memcpy(&u, &x, sizeof u);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf and NaN as they are
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+// The fallback: one 16 x 16 output tile per block through shared-memory tiles of A and B, fp32
+// accumulation; bf16 rounds each input element to bf16 first, as cuBLASLt's COMPUTE_32F_FAST_16BF
+// does, so the bf16 path is checkable (HIP-CPU) where the libraries are absent.
 __global__ void GemmKernel(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+                           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int bf16) {
   __shared__ float as[kTile][kTile + 1];
   __shared__ float bs[kTile][kTile + 1];
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
@@ -165,6 +178,10 @@ __global__ void GemmKernel(int ta, int tb, int64_t M, int64_t N, int64_t K, floa
     const int64_t ka = k0 + tx, kb = k0 + ty;
     as[ty][tx] = (row < M && ka < K) ? (ta ? A[ka * lda + row] : A[row * lda + ka]) : 0.f;
     bs[ty][tx] = (col < N && kb < K) ? (tb ? B[col * ldb + kb] : B[kb * ldb + col]) : 0.f;
+    if (bf16) {
+      as[ty][tx] = RoundToBf16(as[ty][tx]);
+      bs[ty][tx] = RoundToBf16(bs[ty][tx]);
+    }
     __syncthreads();
     for (int i = 0; i < kTile; ++i) acc += as[ty][i] * bs[i][tx];
     __syncthreads();
@@ -187,7 +204,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
   }
   const dim3 grid(static_cast<unsigned>((N + kTile - 1) / kTile), static_cast<unsigned>((M + kTile - 1) / kTile));
   AGENTRL_LAUNCH(GemmKernel, grid, kTile * kTile, 0, trans_a ? 1 : 0, trans_b ? 1 : 0, M, N, K, alpha, A, lda, B, ldb,
-                 beta, C, ldc);
+                 beta, C, ldc, precision == GemmPrecision::kBf16 ? 1 : 0);
   Check(gpuGetLastError(), "gemm launch");
 }
 

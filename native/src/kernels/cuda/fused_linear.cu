@@ -15,6 +15,7 @@
 #include "gpu/block_reduce.h"
 #include "gpu/gemm.h"
 #include "gpu/gpu_compat.h"
+#include "gpu/transfers.h"
 #include "kernels/cuda/row_kernels.h"
 #include "kernels/gpu_fused_linear.h"
 
@@ -157,40 +158,61 @@ __global__ void TokenMathKernel(DeviceLossConfig c, int64_t T, int64_t S, const 
   }
 }
 
+// One array of the call, carved from its FusedLinearScratch.
 class Dev {
  public:
-  explicit Dev(size_t bytes) {
-    if (bytes) Check(gpuMalloc(&p_, bytes), "malloc");
-  }
-  ~Dev() {
-    if (p_) (void)gpuFree(p_);
-  }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
+  explicit Dev(void* p) : p_(p) {}
   template <typename X>
   X* as() const { return static_cast<X*>(p_); }
 
  private:
-  void* p_ = nullptr;
+  void* p_;
 };
 
 template <typename X>
 void Up(const Dev& d, const X* host, int64_t n) {
-  if (n > 0) Check(gpuMemcpy(d.as<void>(), host, sizeof(X) * n, gpuMemcpyHostToDevice), "copy in");
+  if (n > 0) Check(agentrl::gpu::CopyToDevice(d.as<void>(), host, sizeof(X) * n), "copy in");
 }
 
 }  // namespace
 
+FusedLinearScratch::~FusedLinearScratch() {
+  if (p_) (void)gpuFree(p_);
+}
+
+void* FusedLinearScratch::Reserve(size_t bytes) {
+  if (bytes <= cap_) return p_;
+  if (p_) (void)gpuFree(p_);
+  p_ = nullptr;
+  cap_ = 0;
+  Check(agentrl::gpu::DeviceMalloc(&p_, std::max<size_t>(bytes, 1)), "fused-linear scratch");
+  cap_ = bytes;
+  return p_;
+}
+
 Metrics FusedLinearDevice(const LossConfig& c, const TokenInputs& in, const float* hidden, const float* weight,
                           int64_t H, int64_t V, float* dhidden, float* dweight, bool accumulate_dweight, float* logp,
-                          float* entropy, int64_t* workspace_bytes, int precision) {
+                          float* entropy, int64_t* workspace_bytes, int precision,
+                          FusedLinearScratch* scratch) {
   using agentrl::gpu::Gemm;
   const auto prec = static_cast<agentrl::gpu::GemmPrecision>(precision);
   const int64_t T = in.T, S = in.S;
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(T, kChunkFloats / std::max<int64_t>(V, 1)));
-  Dev ws(sizeof(float) * chunk * V), targets(4 * T), old_logp(4 * T), adv(4 * T), mask(T), cu(4 * (S + 1)),
-      row_max(4 * T), log_s(4 * T), logp_d(4 * T), ent_d(c.entropy ? 4 * T : 0), g(4 * T), w(8 * T), metrics(8 * 8),
-      bad(sizeof(int));
+  // Every array at a 256-byte aligned offset of one scratch block.
+  size_t used = 0;
+  auto carve = [&](int64_t bytes) {
+    const size_t at = used;
+    used += (static_cast<size_t>(bytes) + 255) / 256 * 256;
+    return at;
+  };
+  const size_t o_ws = carve(sizeof(float) * chunk * V), o_targets = carve(4 * T), o_old = carve(4 * T),
+               o_adv = carve(4 * T), o_mask = carve(T), o_cu = carve(4 * (S + 1)), o_max = carve(4 * T),
+               o_logs = carve(4 * T), o_logp = carve(4 * T), o_ent = carve(c.entropy ? 4 * T : 0),
+               o_g = carve(4 * T), o_w = carve(8 * T), o_metrics = carve(8 * 8), o_bad = carve(sizeof(int));
+  char* base = static_cast<char*>(scratch->Reserve(used));
+  const Dev ws(base + o_ws), targets(base + o_targets), old_logp(base + o_old), adv(base + o_adv),
+      mask(base + o_mask), cu(base + o_cu), row_max(base + o_max), log_s(base + o_logs), logp_d(base + o_logp),
+      ent_d(base + o_ent), g(base + o_g), w(base + o_w), metrics(base + o_metrics), bad(base + o_bad);
   *workspace_bytes = static_cast<int64_t>(sizeof(float) * chunk * V + T * (4 * 8 + 8 + 1) + 4 * (S + 1) + 64);
   Up(targets, in.targets, T);
   Up(old_logp, in.old_logp, T);
@@ -208,7 +230,7 @@ Metrics FusedLinearDevice(const LossConfig& c, const TokenInputs& in, const floa
     Check(gpuGetLastError(), "row stats");
   }
   int flag = 0;
-  Check(gpuMemcpy(&flag, bad.as<void>(), sizeof(int), gpuMemcpyDeviceToHost), "copy flag");
+  Check(agentrl::gpu::CopyToHost(&flag, bad.as<void>(), sizeof(int)), "copy flag");
   if (flag) throw InvalidArgument("hidden or weight produce a non-finite logit: check them for NaN/inf");
   const DeviceLossConfig dc{c.clip_low,      c.clip_high, c.dual_clip,
                             c.max_log_ratio, c.horizon,   static_cast<double>(c.token_count),
@@ -219,10 +241,10 @@ Metrics FusedLinearDevice(const LossConfig& c, const TokenInputs& in, const floa
                  g.as<float>(), metrics.as<double>());
   Check(gpuGetLastError(), "token math");
   double m[8];
-  Check(gpuMemcpy(m, metrics.as<void>(), sizeof(m), gpuMemcpyDeviceToHost), "copy metrics");
-  if (T > 0) Check(gpuMemcpy(logp, logp_d.as<void>(), 4 * T, gpuMemcpyDeviceToHost), "copy logp");
+  Check(agentrl::gpu::CopyToHost(m, metrics.as<void>(), sizeof(m)), "copy metrics");
+  if (T > 0) Check(agentrl::gpu::CopyToHost(logp, logp_d.as<void>(), 4 * T), "copy logp");
   if (entropy && c.entropy && T > 0)
-    Check(gpuMemcpy(entropy, ent_d.as<void>(), 4 * T, gpuMemcpyDeviceToHost), "copy entropy");
+    Check(agentrl::gpu::CopyToHost(entropy, ent_d.as<void>(), 4 * T), "copy entropy");
   Metrics out;
   out.loss = m[0];
   out.tokens = m[1];
@@ -265,13 +287,14 @@ extern "C" __attribute__((visibility("default"))) int agentrl_fused_linear(Agent
     Check(gpuMalloc(&w, sizeof(float) * V * H), "malloc weight");
     Check(gpuMalloc(&dh, sizeof(float) * std::max<int64_t>(T * H, 1)), "malloc dhidden");
     Check(gpuMalloc(&dw, sizeof(float) * V * H), "malloc dweight");
-    if (T > 0) Check(gpuMemcpy(h, a->hidden, sizeof(float) * T * H, gpuMemcpyHostToDevice), "copy hidden");
-    Check(gpuMemcpy(w, a->weight, sizeof(float) * V * H, gpuMemcpyHostToDevice), "copy weight");
-    if (a->accumulate) Check(gpuMemcpy(dw, a->dweight, sizeof(float) * V * H, gpuMemcpyHostToDevice), "copy dweight");
+    if (T > 0) Check(agentrl::gpu::CopyToDevice(h, a->hidden, sizeof(float) * T * H), "copy hidden");
+    Check(agentrl::gpu::CopyToDevice(w, a->weight, sizeof(float) * V * H), "copy weight");
+    if (a->accumulate) Check(agentrl::gpu::CopyToDevice(dw, a->dweight, sizeof(float) * V * H), "copy dweight");
+    agentrl::kernels::gpu::FusedLinearScratch scratch;  // host-array entry: everything is per call anyway
     a->metrics = agentrl::kernels::gpu::FusedLinearDevice(
         a->config, a->tokens, static_cast<float*>(h), static_cast<float*>(w), H, V, static_cast<float*>(dh),
-        static_cast<float*>(dw), a->accumulate != 0, a->logp, a->entropy, &a->workspace_bytes, 0);
-    if (T > 0) Check(gpuMemcpy(a->dhidden, dh, sizeof(float) * T * H, gpuMemcpyDeviceToHost), "copy dhidden");
-    Check(gpuMemcpy(a->dweight, dw, sizeof(float) * V * H, gpuMemcpyDeviceToHost), "copy dweight");
+        static_cast<float*>(dw), a->accumulate != 0, a->logp, a->entropy, &a->workspace_bytes, 0, &scratch);
+    if (T > 0) Check(agentrl::gpu::CopyToHost(a->dhidden, dh, sizeof(float) * T * H), "copy dhidden");
+    Check(agentrl::gpu::CopyToHost(a->dweight, dw, sizeof(float) * V * H), "copy dweight");
   });
 }

@@ -9,6 +9,7 @@
 
 #include "gpu/abi_guard.h"
 #include "gpu/gpu_compat.h"
+#include "gpu/transfers.h"
 #include "kernels/cuda/row_kernels.h"
 #include "kernels/gpu_policy_loss.h"
 
@@ -43,27 +44,27 @@ void Run(AgentrlPolicyLossArgs* a) {
   const float inv_tau = 1.f / a->config.temperature;
   DeviceBuffer d_logits(sizeof(In) * T * V), d_grad(sizeof(float) * T * V), d_targets(4 * T), d_max(4 * T), d_ls(4 * T),
       d_logp(4 * T), d_ent(a->config.entropy ? 4 * T : 0), d_g(4 * T), d_bad(sizeof(int));
-  Check(gpuMemcpy(d_logits.p, a->logits, sizeof(In) * T * V, gpuMemcpyHostToDevice), "copy logits");
-  Check(gpuMemcpy(d_targets.p, a->tokens.targets, 4 * T, gpuMemcpyHostToDevice), "copy targets");
+  Check(agentrl::gpu::CopyToDevice(d_logits.p, a->logits, sizeof(In) * T * V), "copy logits");
+  Check(agentrl::gpu::CopyToDevice(d_targets.p, a->tokens.targets, 4 * T), "copy targets");
   Check(gpuMemset(d_bad.p, 0, sizeof(int)), "memset");
   AGENTRL_LAUNCH(RowStatsKernel<In>, static_cast<unsigned>(T), kThreads, 0, d_logits.as<In>(), V, inv_tau,
                  d_targets.as<int32_t>(), d_max.as<float>(), d_ls.as<float>(), d_logp.as<float>(),
                  a->config.entropy ? d_ent.as<float>() : nullptr, d_bad.as<int>());
   Check(gpuGetLastError(), "row_stats launch");
   int bad = 0;
-  Check(gpuMemcpy(&bad, d_bad.p, sizeof(int), gpuMemcpyDeviceToHost), "copy flag");
+  Check(agentrl::gpu::CopyToHost(&bad, d_bad.p, sizeof(int)), "copy flag");
   if (bad) throw k::InvalidArgument("logits have NaN or +inf, or an all -inf row");
-  Check(gpuMemcpy(a->logp, d_logp.p, 4 * T, gpuMemcpyDeviceToHost), "copy logp");
-  if (a->entropy) Check(gpuMemcpy(a->entropy, d_ent.p, 4 * T, gpuMemcpyDeviceToHost), "copy entropy");
+  Check(agentrl::gpu::CopyToHost(a->logp, d_logp.p, 4 * T), "copy logp");
+  if (a->entropy) Check(agentrl::gpu::CopyToHost(a->entropy, d_ent.p, 4 * T), "copy entropy");
   std::vector<double> w = k::AggregationWeights(a->config, a->tokens), grad(T);
   a->metrics = k::TokenMath(a->config, a->tokens, w, a->logp, a->entropy, grad.data());
   std::vector<float> g(T);
   for (int64_t t = 0; t < T; ++t) g[t] = static_cast<float>(grad[t] * inv_tau);
-  Check(gpuMemcpy(d_g.p, g.data(), 4 * T, gpuMemcpyHostToDevice), "copy grad");
+  Check(agentrl::gpu::CopyToDevice(d_g.p, g.data(), 4 * T), "copy grad");
   AGENTRL_LAUNCH(RowGradKernel<In>, static_cast<unsigned>(T), kThreads, 0, d_logits.as<In>(), d_grad.as<float>(), V,
                  inv_tau, d_targets.as<int32_t>(), d_max.as<float>(), d_ls.as<float>(), d_g.as<float>());
   Check(gpuGetLastError(), "row_grad launch");
-  Check(gpuMemcpy(a->dlogits, d_grad.p, sizeof(float) * T * V, gpuMemcpyDeviceToHost), "copy dlogits");
+  Check(agentrl::gpu::CopyToHost(a->dlogits, d_grad.p, sizeof(float) * T * V), "copy dlogits");
 }
 
 }  // namespace

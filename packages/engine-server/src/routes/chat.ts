@@ -6,7 +6,9 @@ import { EngineServerError } from '../errors.js';
 import { parseHermesToolCalls } from '../hermes.js';
 import { type VllmChatRequest, VllmChatRequestSchema } from '../request-schemas.js';
 import { refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
+import type { Generation } from '../served-engine.js';
 import { stopCause, vllmFinish } from '../stop.js';
+import { sendEvents } from './sse.js';
 
 /**
  * OpenAI messages as vLLM hands them to the chat template (`vllm/entrypoints/chat_utils.py`):
@@ -38,6 +40,120 @@ export function templateMessages(messages: VllmChatRequest['messages']): Templat
   });
 }
 
+/** The prompt of a chat request: the checkpoint's chat template over its messages and tools, tokenized. */
+function chatPrompt(ctx: ServerContext, body: VllmChatRequest) {
+  const tools = body.tool_choice === 'none' ? [] : (body.tools ?? []);
+  const text = renderChat(ctx.tokenizer, templateMessages(body.messages), {
+    addGenerationPrompt: body.add_generation_prompt ?? !body.continue_final_message,
+    ...(tools.length > 0 ? { tools } : {}),
+    ...(body.chat_template_kwargs ? { extra: body.chat_template_kwargs } : {}),
+  });
+  const ids = ctx.tokenizer.encode(text);
+  const room = ctx.served.maxModelLen - ids.length;
+  if (room <= 0)
+    throw new EngineServerError(
+      'INVALID_REQUEST',
+      `the prompt has ${ids.length} tokens; this model's maximum context length is ${ctx.served.maxModelLen}`,
+    );
+  const maxTokens = Math.min(body.max_completion_tokens ?? body.max_tokens ?? room, room);
+  return { ids, tools, maxTokens };
+}
+
+/** The chat shape of a generation's logprobs: each token with its logprob, bytes and top alternatives. */
+function chatLogprobs(ctx: ServerContext, gen: Generation) {
+  const entry = (t: number, lp: number) => ({
+    token: ctx.codec.piece(t),
+    logprob: lp,
+    bytes: [...Buffer.from(ctx.codec.piece(t))],
+  });
+  return {
+    content: gen.tokenIds.map((t, i) => ({
+      ...entry(t, gen.logprobs[i]!),
+      top_logprobs: (gen.top?.[i]?.top ?? []).map(([v, lp]) => entry(v, lp)),
+    })),
+  };
+}
+
+/** One choice: generated, stopped as vLLM stops, and parsed for Hermes tool calls when tools were given. */
+async function chatChoice(
+  ctx: ServerContext,
+  body: VllmChatRequest,
+  prompt: ReturnType<typeof chatPrompt>,
+  id: string,
+  index: number,
+) {
+  const spec = vllmGenerationSpec(body, prompt.maxTokens, index, ctx.eosIds);
+  const k = body.logprobs ? (body.top_logprobs ?? 0) : 0;
+  const gen = await ctx.served.generate(`${id}-${index}`, prompt.ids, spec, k);
+  const raw = ctx.codec.decode(gen.tokenIds, body.skip_special_tokens ?? true);
+  const finish = vllmFinish(
+    stopCause(gen.tokenIds, gen.finishReason, raw, spec),
+    raw,
+    body.include_stop_str_in_output ?? false,
+  );
+  const parsed =
+    prompt.tools.length > 0 ? parseHermesToolCalls(finish.text) : { content: finish.text, toolCalls: [] };
+  return {
+    index,
+    message: {
+      role: 'assistant',
+      content: parsed.content,
+      tool_calls: parsed.toolCalls,
+      reasoning_content: null,
+    },
+    logprobs: body.logprobs ? chatLogprobs(ctx, gen) : null,
+    finish_reason: parsed.toolCalls.length > 0 ? 'tool_calls' : finish.finish_reason,
+    stop_reason: finish.stop_reason,
+    ...(body.return_token_ids ? { token_ids: gen.tokenIds } : {}),
+    completionTokens: gen.tokenIds.length,
+  };
+}
+
+type ChatCompletion = Awaited<ReturnType<typeof chatCompletion>>;
+
+async function chatCompletion(ctx: ServerContext, body: VllmChatRequest) {
+  const prompt = chatPrompt(ctx, body);
+  const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
+  const choices = await Promise.all(
+    Array.from({ length: body.n ?? 1 }, (_, index) => chatChoice(ctx, body, prompt, id, index)),
+  );
+  const completion = choices.reduce((a, c) => a + c.completionTokens, 0);
+  const { ids } = prompt;
+  return {
+    id,
+    object: 'chat.completion',
+    created: now(),
+    model: ctx.modelName,
+    choices: choices.map(({ completionTokens: _, ...c }) => c),
+    usage: {
+      prompt_tokens: ids.length,
+      completion_tokens: completion,
+      total_tokens: ids.length + completion,
+    },
+    ...(body.return_token_ids ? { prompt_token_ids: ids } : {}),
+  };
+}
+
+/** A finished chat completion as `chat.completion.chunk` events, one per choice. */
+function chatChunks(response: ChatCompletion) {
+  return response.choices.map((c) => {
+    const delta = {
+      role: 'assistant',
+      content: c.message.content,
+      ...(c.message.tool_calls.length
+        ? { tool_calls: c.message.tool_calls.map((t, i) => ({ index: i, ...t })) }
+        : {}),
+    };
+    return {
+      id: response.id,
+      object: 'chat.completion.chunk',
+      created: response.created,
+      model: response.model,
+      choices: [{ index: c.index, delta, logprobs: c.logprobs, finish_reason: c.finish_reason }],
+    };
+  });
+}
+
 /**
  * `POST /v1/chat/completions` as `vllm/entrypoints/openai/serving_chat.py` answers it: the
  * checkpoint's own chat template (with `tools`, `add_generation_prompt`, `chat_template_kwargs`
@@ -50,97 +166,7 @@ export async function chatRoutes(app: FastifyInstance, ctx: ServerContext): Prom
     const body = VllmChatRequestSchema.parse(req.body);
     checkModel(ctx, body.model);
     refuseNonNeutral(body);
-    const tools = body.tool_choice === 'none' ? [] : (body.tools ?? []);
-    const text = renderChat(ctx.tokenizer, templateMessages(body.messages), {
-      addGenerationPrompt: body.add_generation_prompt ?? !body.continue_final_message,
-      ...(tools.length > 0 ? { tools } : {}),
-      ...(body.chat_template_kwargs ? { extra: body.chat_template_kwargs } : {}),
-    });
-    const ids = ctx.tokenizer.encode(text);
-    const room = ctx.served.maxModelLen - ids.length;
-    if (room <= 0)
-      throw new EngineServerError(
-        'INVALID_REQUEST',
-        `the prompt has ${ids.length} tokens; this model's maximum context length is ${ctx.served.maxModelLen}`,
-      );
-    const maxTokens = Math.min(body.max_completion_tokens ?? body.max_tokens ?? room, room);
-    const k = body.logprobs ? (body.top_logprobs ?? 0) : 0;
-    const skipSpecial = body.skip_special_tokens ?? true;
-    const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
-    const choices = await Promise.all(
-      Array.from({ length: body.n ?? 1 }, async (_, index) => {
-        const spec = vllmGenerationSpec(body, maxTokens, index, ctx.eosIds);
-        const gen = await ctx.served.generate(`${id}-${index}`, ids, spec, k);
-        const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);
-        const finish = vllmFinish(
-          stopCause(gen.tokenIds, gen.finishReason, raw, spec),
-          raw,
-          body.include_stop_str_in_output ?? false,
-        );
-        const parsed =
-          tools.length > 0 ? parseHermesToolCalls(finish.text) : { content: finish.text, toolCalls: [] };
-        const entry = (t: number, lp: number) => ({
-          token: ctx.codec.piece(t),
-          logprob: lp,
-          bytes: [...Buffer.from(ctx.codec.piece(t))],
-        });
-        return {
-          index,
-          message: {
-            role: 'assistant',
-            content: parsed.content,
-            tool_calls: parsed.toolCalls,
-            reasoning_content: null,
-          },
-          logprobs: body.logprobs
-            ? {
-                content: gen.tokenIds.map((t, i) => ({
-                  ...entry(t, gen.logprobs[i]!),
-                  top_logprobs: (gen.top?.[i]?.top ?? []).map(([v, lp]) => entry(v, lp)),
-                })),
-              }
-            : null,
-          finish_reason: parsed.toolCalls.length > 0 ? 'tool_calls' : finish.finish_reason,
-          stop_reason: finish.stop_reason,
-          ...(body.return_token_ids ? { token_ids: gen.tokenIds } : {}),
-          completionTokens: gen.tokenIds.length,
-        };
-      }),
-    );
-    const completion = choices.reduce((a, c) => a + c.completionTokens, 0);
-    const response = {
-      id,
-      object: 'chat.completion',
-      created: now(),
-      model: ctx.modelName,
-      choices: choices.map(({ completionTokens: _, ...c }) => c),
-      usage: {
-        prompt_tokens: ids.length,
-        completion_tokens: completion,
-        total_tokens: ids.length + completion,
-      },
-      ...(body.return_token_ids ? { prompt_token_ids: ids } : {}),
-    };
-    if (!body.stream) return response;
-    reply.raw.writeHead(200, { 'content-type': 'text/event-stream' });
-    for (const c of response.choices) {
-      const delta = {
-        role: 'assistant',
-        content: c.message.content,
-        ...(c.message.tool_calls.length
-          ? { tool_calls: c.message.tool_calls.map((t, i) => ({ index: i, ...t })) }
-          : {}),
-      };
-      const chunk = {
-        id,
-        object: 'chat.completion.chunk',
-        created: response.created,
-        model: ctx.modelName,
-        choices: [{ index: c.index, delta, logprobs: c.logprobs, finish_reason: c.finish_reason }],
-      };
-      reply.raw.write(`data: ${JSON.stringify(chunk)}\n\n`);
-    }
-    reply.raw.end('data: [DONE]\n\n');
-    return reply;
+    const response = await chatCompletion(ctx, body);
+    return body.stream ? sendEvents(reply, chatChunks(response)) : response;
   });
 }

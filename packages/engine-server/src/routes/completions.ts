@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { checkModel, now, type ServerContext } from '../context.js';
 import { EngineServerError } from '../errors.js';
-import { VllmCompletionRequestSchema } from '../request-schemas.js';
-import { refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
+import { type VllmCompletionRequest, VllmCompletionRequestSchema } from '../request-schemas.js';
+import { type GenerationSpec, refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
 import type { Generation, PositionLogprobs } from '../served-engine.js';
 import { stopCause, vllmFinish } from '../stop.js';
+import { sendEvents } from './sse.js';
 
 /** Token-id prompts of a completion request: a string, a list of strings, ids, or lists of ids. */
 export function promptIdLists(
@@ -35,72 +36,97 @@ export function promptLogprobEntry(ctx: ServerContext, p: PositionLogprobs) {
   return entry;
 }
 
+/** One prompt x sample of a completion request, generated. */
+interface Run {
+  gen: Generation;
+  ids: number[];
+  spec: GenerationSpec;
+  prompt: (ReturnType<typeof promptLogprobEntry> | null)[] | null;
+  index: number;
+}
+
+/** Generates sample `j` of prompt `p` (nothing for `max_tokens: 0`), with its prompt logprobs if asked. */
+async function completionRun(
+  ctx: ServerContext,
+  body: VllmCompletionRequest,
+  id: string,
+  ids: number[],
+  p: number,
+  j: number,
+): Promise<Run> {
+  const n = body.n ?? 1;
+  const maxTokens = body.max_tokens ?? 16;
+  const spec = vllmGenerationSpec(body, maxTokens, j, ctx.eosIds);
+  const gen: Generation =
+    maxTokens === 0
+      ? { tokenIds: [], logprobs: [], finishReason: 'length' }
+      : await ctx.served.generate(`${id}-${p}-${j}`, ids, spec, body.logprobs ?? 0);
+  const prompt =
+    body.prompt_logprobs !== undefined && body.prompt_logprobs !== null
+      ? [
+          null,
+          ...ctx.served.positionLogprobs(ids, body.prompt_logprobs).map((x) => promptLogprobEntry(ctx, x)),
+        ]
+      : null;
+  return { gen, ids, spec, prompt, index: p * n + j };
+}
+
+/** The completions shape of a generation's logprobs (`logprobs=k`): tokens, their logprobs, top k, offsets. */
+function completionLogprobs(ctx: ServerContext, body: VllmCompletionRequest, gen: Generation, start: number) {
+  const name = (t: number) => (body.return_tokens_as_token_ids ? ctx.codec.asTokenId(t) : ctx.codec.piece(t));
+  return {
+    tokens: gen.tokenIds.map(name),
+    token_logprobs: gen.logprobs,
+    top_logprobs: gen.tokenIds.map((t, i) => {
+      const top: Record<string, number> = { [name(t)]: gen.logprobs[i]! };
+      for (const [v, lp] of gen.top?.[i]?.top ?? []) top[name(v)] ??= lp;
+      return top;
+    }),
+    text_offset: offsets(gen.tokenIds, ctx, start),
+  };
+}
+
+/** One choice: the text stopped as vLLM stops it (after the echoed prompt, with `echo`). */
+function completionChoice(ctx: ServerContext, body: VllmCompletionRequest, run: Run) {
+  const { gen, ids, spec, prompt, index } = run;
+  const skipSpecial = body.skip_special_tokens ?? true;
+  const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);
+  const cause = stopCause(gen.tokenIds, gen.finishReason, raw, spec);
+  const finish = vllmFinish(cause, raw, body.include_stop_str_in_output ?? false);
+  const echo = body.echo ? ctx.codec.decode(ids, skipSpecial) : '';
+  return {
+    index,
+    text: echo + finish.text,
+    logprobs:
+      body.logprobs === undefined || body.logprobs === null
+        ? null
+        : completionLogprobs(ctx, body, gen, echo.length),
+    finish_reason: finish.finish_reason,
+    stop_reason: finish.stop_reason,
+    prompt_logprobs: prompt,
+    ...(body.return_token_ids ? { prompt_token_ids: ids, token_ids: gen.tokenIds } : {}),
+  };
+}
+
 /**
  * `POST /v1/completions`, shaped as vLLM's `vllm/entrypoints/openai/serving_completion.py` answers:
  * token-id or text prompts, `n`, `logprobs=k` (the sampled token's logprob and the top k),
  * `echo`, `prompt_logprobs`, `return_token_ids`, stop strings and `stop_reason`, streaming as
- * server-sent events.
+ * server-sent events (one chunk per choice, then [DONE]).
  */
 export async function completionRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
   app.post('/v1/completions', async (req, reply) => {
     const body = VllmCompletionRequestSchema.parse(req.body);
     checkModel(ctx, body.model);
     refuseNonNeutral(body);
-    const prompts = promptIdLists(ctx, body.prompt);
     const n = body.n ?? 1;
-    const maxTokens = body.max_tokens ?? 16;
-    const k = body.logprobs ?? null;
-    const skipSpecial = body.skip_special_tokens ?? true;
     const id = `cmpl-${randomUUID().replaceAll('-', '')}`;
-    const runs = prompts.flatMap((ids, p) =>
-      Array.from({ length: n }, async (_, j) => {
-        const spec = vllmGenerationSpec(body, maxTokens, j, ctx.eosIds);
-        const gen: Generation =
-          maxTokens === 0
-            ? { tokenIds: [], logprobs: [], finishReason: 'length' }
-            : await ctx.served.generate(`${id}-${p}-${j}`, ids, spec, k ?? 0);
-        const prompt =
-          body.prompt_logprobs !== undefined && body.prompt_logprobs !== null
-            ? [
-                null,
-                ...ctx.served
-                  .positionLogprobs(ids, body.prompt_logprobs)
-                  .map((x) => promptLogprobEntry(ctx, x)),
-              ]
-            : null;
-        return { gen, ids, spec, prompt, index: p * n + j };
-      }),
+    const done = await Promise.all(
+      promptIdLists(ctx, body.prompt).flatMap((ids, p) =>
+        Array.from({ length: n }, (_, j) => completionRun(ctx, body, id, ids, p, j)),
+      ),
     );
-    const done = await Promise.all(runs);
-    const choices = done.map(({ gen, ids, spec, prompt, index }) => {
-      const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);
-      const cause = stopCause(gen.tokenIds, gen.finishReason, raw, spec);
-      const finish = vllmFinish(cause, raw, body.include_stop_str_in_output ?? false);
-      const echo = body.echo ? ctx.codec.decode(ids, skipSpecial) : '';
-      const name = (t: number) =>
-        body.return_tokens_as_token_ids ? ctx.codec.asTokenId(t) : ctx.codec.piece(t);
-      return {
-        index,
-        text: echo + finish.text,
-        logprobs:
-          k === null
-            ? null
-            : {
-                tokens: gen.tokenIds.map(name),
-                token_logprobs: gen.logprobs,
-                top_logprobs: gen.tokenIds.map((t, i) => {
-                  const top: Record<string, number> = { [name(t)]: gen.logprobs[i]! };
-                  for (const [v, lp] of gen.top?.[i]?.top ?? []) top[name(v)] ??= lp;
-                  return top;
-                }),
-                text_offset: offsets(gen.tokenIds, ctx, echo.length),
-              },
-        finish_reason: finish.finish_reason,
-        stop_reason: finish.stop_reason,
-        prompt_logprobs: prompt,
-        ...(body.return_token_ids ? { prompt_token_ids: ids, token_ids: gen.tokenIds } : {}),
-      };
-    });
+    const choices = done.map((run) => completionChoice(ctx, body, run));
     const promptTokens = done.reduce((a, d) => a + d.ids.length, 0) / n;
     const completionTokens = done.reduce((a, d) => a + d.gen.tokenIds.length, 0);
     const response = {
@@ -116,12 +142,10 @@ export async function completionRoutes(app: FastifyInstance, ctx: ServerContext)
       },
     };
     if (!body.stream) return response;
-    // One chunk per choice, then [DONE], in the server-sent-events framing vLLM uses.
-    reply.raw.writeHead(200, { 'content-type': 'text/event-stream' });
-    for (const c of choices)
-      reply.raw.write(`data: ${JSON.stringify({ ...response, choices: [c], usage: null })}\n\n`);
-    reply.raw.end('data: [DONE]\n\n');
-    return reply;
+    return sendEvents(
+      reply,
+      choices.map((c) => ({ ...response, choices: [c], usage: null })),
+    );
   });
 }
 

@@ -8,10 +8,11 @@ import {
   SglangGenerateRequestSchema,
   type SglangSampling,
 } from '../request-schemas.js';
-import { generationSpec, refuseNonNeutral } from '../sampling.js';
+import { type GenerationSpec, generationSpec, refuseNonNeutral } from '../sampling.js';
 import type { Generation } from '../served-engine.js';
 import { sglangFinish, stopCause } from '../stop.js';
 import { logprobStart, sglangLogprobMeta } from './sglang-logprobs.js';
+import { sendEvents } from './sse.js';
 
 /** One prompt of a (possibly batched) `/generate` request with its own sampling params and rid. */
 interface Item {
@@ -55,6 +56,76 @@ function items(ctx: ServerContext, body: SglangGenerateRequest): { items: Item[]
   };
 }
 
+/** SGLang's sampling params mapped onto the engine's (`max_new_tokens` 128 by default, as SGLang). */
+function sglangSpec(ctx: ServerContext, sp: SglangSampling): GenerationSpec {
+  refuseNonNeutral(sp);
+  return generationSpec(
+    {
+      temperature: sp.temperature,
+      topP: sp.top_p,
+      topK: sp.top_k,
+      maxNewTokens: sp.max_new_tokens ?? 128,
+      stop: sp.stop,
+      stopTokenIds: sp.stop_token_ids,
+      ignoreEos: sp.ignore_eos,
+      seed: sp.sampling_seed,
+    },
+    ctx.eosIds,
+  );
+}
+
+/** `meta_info` of one answer: the rid, prompt size and weight version, then what the answer adds. */
+function meta(ctx: ServerContext, item: Item, extra: Record<string, unknown>) {
+  return { id: item.rid, prompt_tokens: item.ids.length, weight_version: ctx.served.weightVersion, ...extra };
+}
+
+/** Answers one prompt of a `/generate` request: generated, stopped and trimmed as SGLang does. */
+async function generateOne(ctx: ServerContext, item: Item, withText: boolean) {
+  const sp = item.sampling;
+  const spec = sglangSpec(ctx, sp);
+  const k = item.returnLogprob ? item.topLogprobsNum : 0;
+  if (item.returnLogprob) logprobStart(item.ids.length, item.logprobStartLen); // refused before sampling
+  let gen: Generation = { tokenIds: [], logprobs: [], finishReason: 'length' };
+  try {
+    // max_new_tokens 0: prefill only (how SGLang clients score a prompt), nothing sampled
+    if (sp.max_new_tokens === 0) ctx.served.checkPrompt(item.ids, 0);
+    else gen = await ctx.served.generate(item.rid, item.ids, spec, k);
+  } catch (err) {
+    if (err instanceof RolloutError && err.code === RolloutErrorCode.ABORTED)
+      return {
+        text: '',
+        output_ids: [],
+        meta_info: meta(ctx, item, {
+          finish_reason: { type: 'abort', message: 'Abort in waiting queue' },
+          completion_tokens: 0,
+        }),
+      };
+    throw err;
+  }
+  const skip = sp.skip_special_tokens ?? true;
+  const text = ctx.codec.decode(gen.tokenIds, skip);
+  const finish = sglangFinish(
+    stopCause(gen.tokenIds, gen.finishReason, text, spec),
+    text,
+    ctx.codec.decode(gen.tokenIds.slice(0, -1), skip),
+    sp.no_stop_trim ?? false,
+    gen.tokenIds.length,
+  );
+  const logprobs = item.returnLogprob
+    ? sglangLogprobMeta(ctx, { ids: item.ids, gen, start: item.logprobStartLen, k, withText })
+    : {};
+  return {
+    text: finish.text,
+    output_ids: gen.tokenIds,
+    meta_info: meta(ctx, item, {
+      finish_reason: finish.finish_reason,
+      completion_tokens: gen.tokenIds.length,
+      cached_tokens: 0,
+      ...logprobs,
+    }),
+  };
+}
+
 /**
  * SGLang's native `POST /generate` (`python/sglang/srt/entrypoints/http_server.py`,
  * `GenerateReqInput`): `text` or `input_ids`, one or a batch (lists of prompts or of token lists,
@@ -62,87 +133,18 @@ function items(ctx: ServerContext, body: SglangGenerateRequest): { items: Item[]
  * and `input_token_logprobs` as `[logprob, token_id, text|null]` (sglang-logprobs.ts),
  * `top_logprobs_num`, `logprob_start_len` (each also per prompt), `max_new_tokens: 0` to score a prompt,
  * `finish_reason` `{type: "stop", matched}` / `{type: "length", length}` / `{type: "abort"}`;
- * `stream` as server-sent events (one final chunk per prompt, then `[DONE]`).
+ * `stream` as server-sent events (one final, cumulative chunk per prompt, then `[DONE]`).
  */
 export async function generateRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
   app.post('/generate', async (req, reply) => {
     const body = SglangGenerateRequestSchema.parse(req.body);
     const { items: list, batched } = items(ctx, body);
     const withText = body.return_text_in_logprobs ?? false;
-    const out = await Promise.all(
-      list.map(async (item) => {
-        const sp = item.sampling;
-        refuseNonNeutral(sp);
-        const spec = generationSpec(
-          {
-            temperature: sp.temperature,
-            topP: sp.top_p,
-            topK: sp.top_k,
-            maxNewTokens: sp.max_new_tokens ?? 128,
-            stop: sp.stop,
-            stopTokenIds: sp.stop_token_ids,
-            ignoreEos: sp.ignore_eos,
-            seed: sp.sampling_seed,
-          },
-          ctx.eosIds,
-        );
-        const meta = (extra: Record<string, unknown>) => ({
-          id: item.rid,
-          prompt_tokens: item.ids.length,
-          weight_version: ctx.served.weightVersion,
-          ...extra,
-        });
-        const k = item.returnLogprob ? item.topLogprobsNum : 0;
-        if (item.returnLogprob) logprobStart(item.ids.length, item.logprobStartLen); // refused before sampling
-        let gen: Generation = { tokenIds: [], logprobs: [], finishReason: 'length' };
-        try {
-          // max_new_tokens 0: prefill only (how SGLang clients score a prompt), nothing sampled
-          if (sp.max_new_tokens === 0) ctx.served.checkPrompt(item.ids, 0);
-          else gen = await ctx.served.generate(item.rid, item.ids, spec, k);
-        } catch (err) {
-          if (err instanceof RolloutError && err.code === RolloutErrorCode.ABORTED)
-            return {
-              text: '',
-              output_ids: [],
-              meta_info: meta({
-                finish_reason: { type: 'abort', message: 'Abort in waiting queue' },
-                completion_tokens: 0,
-              }),
-            };
-          throw err;
-        }
-        const skip = sp.skip_special_tokens ?? true;
-        const text = ctx.codec.decode(gen.tokenIds, skip);
-        const cause = stopCause(gen.tokenIds, gen.finishReason, text, spec);
-        const finish = sglangFinish(
-          cause,
-          text,
-          ctx.codec.decode(gen.tokenIds.slice(0, -1), skip),
-          sp.no_stop_trim ?? false,
-          gen.tokenIds.length,
-        );
-        const logprobs = item.returnLogprob
-          ? sglangLogprobMeta(ctx, { ids: item.ids, gen, start: item.logprobStartLen, k, withText })
-          : {};
-        return {
-          text: finish.text,
-          output_ids: gen.tokenIds,
-          meta_info: meta({
-            finish_reason: finish.finish_reason,
-            completion_tokens: gen.tokenIds.length,
-            cached_tokens: 0,
-            ...logprobs,
-          }),
-        };
-      }),
-    );
+    const out = await Promise.all(list.map((item) => generateOne(ctx, item, withText)));
     if (!body.stream) return batched ? out : out[0];
-    // Server-sent events as SGLang streams them, one (final, cumulative) chunk per prompt.
-    reply.raw.writeHead(200, { 'content-type': 'text/event-stream' });
-    out.forEach((o, index) => {
-      reply.raw.write(`data: ${JSON.stringify(batched ? { ...o, index } : o)}\n\n`);
-    });
-    reply.raw.end('data: [DONE]\n\n');
-    return reply;
+    return sendEvents(
+      reply,
+      out.map((o, index) => (batched ? { ...o, index } : o)),
+    );
   });
 }
