@@ -93,7 +93,7 @@ describe('config', () => {
     expect(resolveConfig({ overrides: gpu.overrides })).toMatchObject({ device: 'cuda', precision: 'bf16' });
     const cpu = parseArgs(['--precision', 'bf16'], TRAIN_FLAGS);
     const err = configError(() => resolveConfig({ overrides: cpu.overrides }));
-    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.code).toBe('TRAINER_CONFIG_INVALID');
     expect(err.message).toMatch(
       /precision: bf16 runs on a GPU device only .*add --device cuda or --device rocm/,
     );
