@@ -1,11 +1,11 @@
-import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mpirunMissing, runMpirun } from '@agentrl/parallel';
+import { mpirunMissing } from '@agentrl/parallel';
 import { PRESETS } from 'agentrl';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO, readJsonl, TEST_DIR, waitFor } from './cli.js';
+import { readJsonl, waitFor } from './cli.js';
+import { checkpointHashes as hashesOf, mpirunTrain, stripTiming } from './mpi-train.js';
 
 /**
  * `mpirun -n 2 agentrl train --preset smoke` against `mpirun -n 1` on the same global batch: real
@@ -20,40 +20,7 @@ if (missing) console.warn(`data-parallel training test skipped: ${missing}`);
 const runs = mkdtempSync(join(tmpdir(), 'agentrl-dp-'));
 afterAll(() => rmSync(runs, { recursive: true, force: true }));
 
-const TIMING = /^(time|tokensPerSec|wall)/;
-const stripTiming = (r: Record<string, unknown>) =>
-  Object.fromEntries(Object.entries(r).filter(([k]) => !TIMING.test(k)));
-
-const mpirunTrain = (n: number, args: string[], onStart?: (pid: number) => void) =>
-  runMpirun(
-    n,
-    [
-      process.execPath,
-      '--conditions=@agentrl/source',
-      '--import',
-      'tsx',
-      join(REPO, 'apps/trainer/src/bin.ts'),
-      ...args,
-    ],
-    // two ranks on two cores: one thread each, and a rank waiting in a collective yields the core
-    {
-      cwd: TEST_DIR,
-      env: { OMP_NUM_THREADS: '1', OMPI_MCA_mpi_yield_when_idle: '1' },
-      timeoutMs: 400_000,
-      ...(onStart ? { onStart } : {}),
-    },
-  );
-
-function checkpointHashes(name: string): Record<string, string> {
-  const dir = join(runs, name, 'checkpoints');
-  const out: Record<string, string> = {};
-  for (const tag of readdirSync(dir).filter((t) => t.startsWith('step-'))) {
-    out[tag] = createHash('sha256')
-      .update(readFileSync(join(dir, tag, 'model.safetensors')))
-      .digest('hex');
-  }
-  return out;
-}
+const checkpointHashes = (name: string) => hashesOf(runs, name);
 
 // small micro-batches: every SFT and RL step has several, so both ranks compute gradients
 const fresh = (name: string, ...more: string[]) => [

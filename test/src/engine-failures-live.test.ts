@@ -1,11 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCharTokenizer, createModel, saveModel } from '@agentrl/engine';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readJsonl, runCli, startServer } from './cli.js';
+import { startFront } from './http-front.js';
 
 /**
  * Engine failures in a live run: `agentrl serve` as a separate process behind a small HTTP front
@@ -24,34 +23,17 @@ afterAll(() => {
 async function failingFront(target: string) {
   let rollouts = 0;
   const failed: number[] = [];
-  const server: Server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = Buffer.concat(chunks);
-    if (req.method === 'POST' && req.url === '/generate') {
-      const parsed = JSON.parse(body.toString()) as { sampling_params?: { temperature?: number } };
-      if (parsed.sampling_params?.temperature === 1 && ++rollouts % 3 === 0) {
-        failed.push(rollouts);
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'error', message: 'injected failure', code: 500 }));
-        return;
-      }
-    }
-    const r = await fetch(`${target}${req.url}`, {
-      method: req.method ?? 'GET',
-      headers: { 'content-type': 'application/json' },
-      ...(req.method === 'POST' ? { body } : {}),
-    });
-    res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
-    res.end(Buffer.from(await r.arrayBuffer()));
+  const front = await startFront(target, (req, body, res) => {
+    if (req.method !== 'POST' || req.url !== '/generate') return false;
+    const parsed = JSON.parse(body.toString()) as { sampling_params?: { temperature?: number } };
+    if (parsed.sampling_params?.temperature !== 1 || ++rollouts % 3 !== 0) return false;
+    failed.push(rollouts);
+    res.writeHead(500, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ object: 'error', message: 'injected failure', code: 500 }));
+    return true;
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanup.push(() => server.close());
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    failures: () => failed.length,
-    rollouts: () => rollouts,
-  };
+  cleanup.push(() => void front.close());
+  return { url: front.url, failures: () => failed.length, rollouts: () => rollouts };
 }
 
 describe('trajectories the engine failed, in a live RL run', () => {

@@ -8,7 +8,16 @@ const root = join(import.meta.dirname, '..', '..');
  * Packages whose factories were split into modules of one concern each (issue 16): none of their
  * functions may grow past 80 lines again. A package joins this list once it is split.
  */
-const SPLIT = ['packages/engine-server/src', 'packages/executor/src', 'packages/executor/bench'];
+const SPLIT = [
+  'packages/engine-server/src',
+  'packages/executor/src',
+  'packages/executor/bench',
+  'packages/rollout/src',
+  'packages/engine-adapters/src',
+  'packages/scheduler/src',
+  'packages/scheduler/bench',
+  'packages/onnx/src',
+];
 
 /** Functions allowed past the limit for now, each with the reason. */
 const ALLOWED = new Map([

@@ -5,16 +5,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCharTokenizer, createGenerator, createModel, loadModel, saveModel } from '@agentrl/engine';
+import { createNativeAdapter } from '@agentrl/engine-adapters';
 import { createExecutor } from '@agentrl/executor';
 import { computeGroupAdvantages, resampleOnCorrect } from '@agentrl/grpo';
 import { verify } from '@agentrl/math-verify';
-import {
-  createEngineScheduler,
-  createNativeAdapter,
-  createPythonTool,
-  createRollout,
-  createToolRegistry,
-} from '@agentrl/rollout';
+import { createPythonTool, createRollout, createToolRegistry } from '@agentrl/rollout';
+import { createEngineScheduler } from '@agentrl/scheduler';
 import { afterAll, expect, it } from 'vitest';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentrl-example-'));

@@ -12,7 +12,7 @@ export { type EvalOptions, type EvalResult, evaluate } from './eval/evaluate.js'
 export { MetricsLog, type MetricsRecord, readMetrics, withoutTiming } from './run/metrics-log.js';
 export { type ReportRun, renderReport } from './run/report.js';
 export { RunDir } from './run/run-dir.js';
-export { buildPrompt, DEFAULT_SYSTEM_PROMPT, renderChatML, toolCallText } from './task/chat-format.js';
+export { buildPrompt, DEFAULT_SYSTEM_PROMPT, toolCallText } from './task/chat-format.js';
 export { generateMultiplySplit, parseFactors } from './task/multiply.js';
 export type { Problem, ProblemSplit } from './task/problem.js';
 export { buildSftDemos, type DemoKind, type SftDemo } from './task/sft-data.js';

@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_set>
@@ -217,6 +218,16 @@ void RequireTraining(const Model& m, const char* what) {
   }
 }
 
+// The optional `onGradientsDone(stage)` callback of backward / crossEntropy (see Model::Backward),
+// called synchronously on this thread between layers; what it throws ends the backward.
+std::optional<LayerDone> LayerDoneHook(const Napi::Value& v, const char* what) {
+  if (v.IsUndefined() || v.IsNull()) return std::nullopt;
+  if (!v.IsFunction()) throw BadArgument(std::string(what) + " must be a function (stage) => void or undefined");
+  Napi::Function fn = v.As<Napi::Function>();
+  Napi::Env env = v.Env();
+  return LayerDone([fn, env](int stage) { fn.Call({Napi::Number::New(env, stage)}); });
+}
+
 Napi::Value Backward(const Napi::CallbackInfo& info) {
   ModelPtr& m = GetModel(info[0]);
   RequireTraining(*m, "backward");
@@ -227,7 +238,8 @@ Napi::Value Backward(const Napi::CallbackInfo& info) {
   if (!info[2].IsUndefined() && !info[2].IsNull()) {
     dlm = Typed<float>(info[2], "dLmHead", static_cast<int64_t>(c.vocab) * c.hidden).Data();
   }
-  m->Backward(dh.Data(), dlm);
+  const auto done = LayerDoneHook(info[3], "onGradientsDone");
+  m->Backward(dh.Data(), dlm, done ? &*done : nullptr);
   return info.Env().Undefined();
 }
 
@@ -244,7 +256,9 @@ Napi::Value CrossEntropy(const Napi::CallbackInfo& info) {
     }
   }
   const double scale = Number(info[2], "scale");
-  return Napi::Number::New(info.Env(), m->CrossEntropyBackward(targets, static_cast<float>(scale)));
+  const auto done = LayerDoneHook(info[3], "onGradientsDone");
+  return Napi::Number::New(info.Env(),
+                           m->CrossEntropyBackward(targets, static_cast<float>(scale), done ? &*done : nullptr));
 }
 
 Napi::Value Logits(const Napi::CallbackInfo& info) {

@@ -400,7 +400,7 @@ const float* Model::Forward(const int32_t* tokens, const int32_t* cu, int num_se
   return hidden_.data();
 }
 
-void Model::Backward(const float* d_hidden, const float* d_lm_head) {
+void Model::Backward(const float* d_hidden, const float* d_lm_head, const LayerDone* done) {
   RequireTraining(training_, "backward");
   const ModelConfig& c = cfg_;
   const int h = c.hidden;
@@ -414,12 +414,14 @@ void Model::Backward(const float* d_hidden, const float* d_lm_head) {
   dres_.Resize(T * h);
   cpu::RmsNormBackward(xs_[c.layers].data(), params_.data() + norm_off_, rf_.data(), d_hidden, dres_.data(),
                        grads_.data() + norm_off_, total_, h, false);
+  if (done) (*done)(c.layers);
   for (int l = c.layers - 1; l >= 0; --l) {
     if (recompute_) {
       x_scratch_.Resize(T * h);
       LayerForward(l, xs_[l].data(), x_scratch_.data(), scratch_, total_, nullptr);
     }
     LayerBackward(l, xs_[l].data(), recompute_ ? scratch_ : acts_[l], dres_.data());
+    if (done) (*done)(l);
   }
   float* ge = grads_.data() + embed_off_;
   for (size_t t = 0; t < T; ++t) {
@@ -428,9 +430,10 @@ void Model::Backward(const float* d_hidden, const float* d_lm_head) {
 #pragma omp simd
     for (int i = 0; i < h; ++i) row[i] += dr[i];
   }
+  if (done) (*done)(-1);
 }
 
-double Model::CrossEntropyBackward(const int32_t* targets, float scale) {
+double Model::CrossEntropyBackward(const int32_t* targets, float scale, const LayerDone* done) {
   RequireTraining(training_, "crossEntropy");
   const ModelConfig& c = cfg_;
   const int h = c.hidden, vocab = c.vocab;
@@ -472,7 +475,7 @@ double Model::CrossEntropyBackward(const int32_t* targets, float scale) {
       std::memcpy(dh.data() + static_cast<size_t>(rows[r0 + i]) * h, dhb.data() + static_cast<size_t>(i) * h,
                   h * sizeof(float));
   }
-  Backward(dh.data(), nullptr);
+  Backward(dh.data(), nullptr, done);
   return loss;
 }
 

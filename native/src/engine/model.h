@@ -8,6 +8,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -77,6 +78,9 @@ struct KvCache {
   std::vector<Buffer> k, v;  // per layer: k transposed [kv_heads * head_dim][cap], v [cap][kv_heads * head_dim]
 };
 
+// Called by Backward as gradients become final (see Model::Backward).
+using LayerDone = std::function<void(int stage)>;
+
 class Model {
  public:
   // `training` false: no gradient buffer (eval, serving); EnableTraining() adds it later. The AdamW
@@ -99,10 +103,13 @@ class Model {
   // Training forward over a packed batch; keeps what the backward needs. Returns hidden [T, H].
   const float* Forward(const int32_t* tokens, const int32_t* cu, int num_seqs, int total, bool recompute);
   // Accumulates gradients from dHidden (and an optional lm_head gradient) through every layer.
-  void Backward(const float* d_hidden, const float* d_lm_head);
+  // `done` (optional) is told each time a group of gradients is final for this backward, last layer
+  // first: `layers` once the final norm (and an untied lm_head) are, then each layer l, then -1 once
+  // the embedding is. What data-parallel training needs to start reducing a bucket early.
+  void Backward(const float* d_hidden, const float* d_lm_head, const LayerDone* done = nullptr);
   // Masked next-token cross-entropy on the latest Forward: targets[t] < 0 are ignored; gradients are
   // scaled by `scale` and accumulated (lm_head and the whole stack). Returns the unscaled loss sum.
-  double CrossEntropyBackward(const int32_t* targets, float scale);
+  double CrossEntropyBackward(const int32_t* targets, float scale, const LayerDone* done = nullptr);
   // logits [T, V] of the latest Forward.
   void Logits(float* out);
   void ZeroGrad();

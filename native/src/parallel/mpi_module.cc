@@ -18,12 +18,16 @@
 #include <dlfcn.h>
 #include <napi.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "napi_args.h"
@@ -59,6 +63,7 @@ struct Mpi {
   int (*Bcast)(void*, int, Handle, int, Handle) = nullptr;
   int (*Allreduce)(const void*, void*, int, Handle, Handle, Handle) = nullptr;
   int (*Allgather)(const void*, int, Handle, void*, int, Handle, Handle) = nullptr;
+  int (*Scatterv)(const void*, const int*, const int*, Handle, void*, int, Handle, int, Handle) = nullptr;
   int (*Abort)(Handle, int) = nullptr;
   int (*Error_string)(int, char*, int*) = nullptr;
   int (*Get_library_version)(char*, int*) = nullptr;
@@ -69,6 +74,7 @@ struct Mpi {
   bool initialized = false;
   bool finalized = false;
   int rank = 0, size = 1;
+  int thread_level = 0;  // what MPI_Init_thread provided
 };
 
 Mpi& State() {
@@ -105,6 +111,7 @@ Mpi& Load() {
   sym(m.Finalize, "MPI_Finalize")(m.Comm_rank, "MPI_Comm_rank")(m.Comm_size, "MPI_Comm_size");
   sym(m.Comm_set_errhandler, "MPI_Comm_set_errhandler")(m.Barrier, "MPI_Barrier")(m.Bcast, "MPI_Bcast");
   sym(m.Allreduce, "MPI_Allreduce")(m.Allgather, "MPI_Allgather")(m.Abort, "MPI_Abort");
+  sym(m.Scatterv, "MPI_Scatterv");
   sym(m.Error_string, "MPI_Error_string")(m.Get_library_version, "MPI_Get_library_version");
   // predefined handles: Open MPI's global objects that mpi.h's MPI_COMM_WORLD, MPI_FLOAT, ... point at
   sym(m.comm_world, "ompi_mpi_comm_world")(m.t_byte, "ompi_mpi_byte")(m.t_float, "ompi_mpi_float");
@@ -133,11 +140,21 @@ void Check(Mpi& m, int rc, const char* what) {
   throw std::runtime_error(std::string(what) + " failed: " + text);
 }
 
-Mpi& Ready(const char* what) {
+void DrainAsync();
+
+Mpi& ReadyNoDrain(const char* what) {
   Mpi& m = Load();
   if (!m.usable) throw Unavailable(std::string(what) + ": MPI is not available: " + m.detail);
   if (m.finalized) throw Unavailable(std::string(what) + ": MPI was finalized in this process");
   if (!m.initialized) throw Unavailable(std::string(what) + ": call mpi.init() first");
+  return m;
+}
+
+// Every blocking collective first waits for the comm thread's buckets: MPI_THREAD_SERIALIZED
+// holds (one thread in MPI at a time) and collectives keep the same order on every rank.
+Mpi& Ready(const char* what) {
+  Mpi& m = ReadyNoDrain(what);
+  DrainAsync();
   return m;
 }
 
@@ -172,6 +189,7 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
     Check(m, m.Comm_rank(m.comm_world, &m.rank), "MPI_Comm_rank");
     Check(m, m.Comm_size(m.comm_world, &m.size), "MPI_Comm_size");
     m.initialized = true;
+    m.thread_level = provided;
   }
   Napi::Object o = Napi::Object::New(env);
   o.Set("rank", m.rank);
@@ -243,9 +261,160 @@ Napi::Value Allgather(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// Root's `send` is cut into `counts[r]` bytes per rank r, in rank order; rank r receives its part in
+// `recv` (counts[r] bytes). `counts` (one per rank) must be the same on every rank.
+Napi::Value Scatterv(const Napi::CallbackInfo& info) {
+  Mpi& m = Ready("scatterv");
+  auto send = args::Typed<BadArgument, uint8_t>(info[0], "send");
+  auto counts = args::Typed<BadArgument, int32_t>(info[1], "counts", m.size);
+  const int root = Root(m, info[3]);
+  std::vector<int> displs(static_cast<size_t>(m.size));
+  int64_t total = 0;
+  for (int r = 0; r < m.size; ++r) {
+    if (counts.Data()[r] < 0) throw BadArgument("counts[" + std::to_string(r) + "] is negative");
+    displs[static_cast<size_t>(r)] = static_cast<int>(total);
+    total += counts.Data()[r];
+    if (total > std::numeric_limits<int32_t>::max()) {
+      throw BadArgument("scatterv sends at most 2^31-1 bytes in all; split the payload");
+    }
+  }
+  auto recv = args::Typed<BadArgument, uint8_t>(info[2], "recv", counts.Data()[m.rank]);
+  if (m.rank == root && static_cast<int64_t>(send.ElementLength()) != total) {
+    throw BadArgument("send has " + std::to_string(send.ElementLength()) + " bytes on the root, counts add up to " +
+                      std::to_string(total));
+  }
+  Check(m,
+        m.Scatterv(send.Data(), counts.Data(), displs.data(), m.t_byte, recv.Data(), counts.Data()[m.rank], m.t_byte,
+                   root, m.comm_world),
+        "MPI_Scatterv");
+  return info.Env().Undefined();
+}
+
+// ---- nonblocking float64 all-reduce on a comm thread ---------------------------------------------
+// MPI_Iallreduce alone would not overlap here: Open MPI progresses a nonblocking collective only
+// inside MPI calls ("OMPI progress: no"), and the JS thread is busy in the backward. A comm thread
+// running the blocking MPI_Allreduce of each queued bucket in turn does progress it, while the JS
+// thread computes. It needs MPI_THREAD_SERIALIZED; every blocking collective waits for the queue first.
+struct AsyncJob {
+  double* data;
+  int64_t count;
+  int64_t id;
+};
+
+struct Async {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<AsyncJob> queue;
+  int64_t next_id = 1, done_id = 0;  // jobs complete in id order
+  std::string error;                 // the first failure, reported by wait()
+  bool stop = false;
+  std::thread thread;
+  // JS thread only: keeps each in-flight buffer alive until its wait()
+  std::unordered_map<int64_t, Napi::Reference<Napi::Float64Array>> buffers;
+};
+
+Async& AsyncState() {
+  static Async* a = new Async();  // never destroyed: a comm thread may still wait on it at exit
+  return *a;
+}
+
+void AsyncLoop(Async* a) {
+  Mpi& m = State();
+  for (;;) {
+    AsyncJob job{};
+    {
+      std::unique_lock<std::mutex> lock(a->mu);
+      a->cv.wait(lock, [a] { return a->stop || !a->queue.empty(); });
+      if (a->queue.empty()) return;
+      job = a->queue.front();
+      a->queue.erase(a->queue.begin());
+    }
+    std::string error;
+    try {
+      AllreduceSum(m, job.data, job.count, m.t_double);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(a->mu);
+      if (!error.empty() && a->error.empty()) a->error = error;
+      a->done_id = job.id;
+    }
+    a->cv.notify_all();
+  }
+}
+
+void WaitFor(Async& a, int64_t id) {
+  std::unique_lock<std::mutex> lock(a.mu);
+  a.cv.wait(lock, [&a, id] { return a.done_id >= id; });
+}
+
+void DrainAsync() {
+  Async& a = AsyncState();
+  WaitFor(a, a.next_id - 1);
+  a.buffers.clear();
+  std::lock_guard<std::mutex> lock(a.mu);
+  if (!a.error.empty()) {
+    std::string e = std::move(a.error);
+    a.error.clear();
+    throw std::runtime_error("a nonblocking all-reduce failed: " + e);
+  }
+}
+
+void StopAsync() {
+  Async& a = AsyncState();
+  if (!a.thread.joinable()) return;
+  WaitFor(a, a.next_id - 1);
+  {
+    std::lock_guard<std::mutex> lock(a.mu);
+    a.stop = true;
+  }
+  a.cv.notify_all();
+  a.thread.join();
+  a.buffers.clear();
+}
+
+// Queues an in-place float64 sum over ranks of `buffer` and returns its ticket for wait(). Every rank
+// must queue the same buckets in the same order. JS must not touch the buffer before wait().
+Napi::Value AllreduceSumAsync(const Napi::CallbackInfo& info) {
+  Mpi& m = ReadyNoDrain("allreduceSumAsync");
+  if (m.thread_level < 2) {
+    throw Unavailable("allreduceSumAsync needs MPI_THREAD_SERIALIZED (init with threadLevel >= 2); this MPI "
+                      "provided level " + std::to_string(m.thread_level));
+  }
+  auto buf = args::Typed<BadArgument, double>(info[0], "buffer");
+  Async& a = AsyncState();
+  if (!a.thread.joinable()) a.thread = std::thread(AsyncLoop, &a);
+  int64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(a.mu);
+    id = a.next_id++;
+    a.queue.push_back({buf.Data(), static_cast<int64_t>(buf.ElementLength()), id});
+  }
+  a.buffers.emplace(id, Napi::Persistent(buf));
+  a.cv.notify_all();
+  return Napi::Number::New(info.Env(), static_cast<double>(id));
+}
+
+// Blocks until ticket `id` (and every earlier one) is reduced; rethrows a failure of the comm thread.
+Napi::Value Wait(const Napi::CallbackInfo& info) {
+  ReadyNoDrain("wait");
+  Async& a = AsyncState();
+  const int64_t id = args::IntegerIn<BadArgument>(info[0], "ticket", 1, a.next_id - 1);
+  WaitFor(a, id);
+  for (auto it = a.buffers.begin(); it != a.buffers.end();) it = it->first <= id ? a.buffers.erase(it) : ++it;
+  std::lock_guard<std::mutex> lock(a.mu);
+  if (!a.error.empty()) {
+    std::string e = std::move(a.error);
+    a.error.clear();
+    throw std::runtime_error("a nonblocking all-reduce failed: " + e);
+  }
+  return info.Env().Undefined();
+}
+
 Napi::Value Abort(const Napi::CallbackInfo& info) {
   const int code = static_cast<int>(args::IntegerIn<BadArgument>(info[0], "code", 0, 255));
-  Mpi& m = Ready("abort");
+  Mpi& m = ReadyNoDrain("abort");  // a rank that aborts does not wait for its buckets
   m.Abort(m.comm_world, code);  // does not return when MPI is up
   std::_Exit(code);
 }
@@ -253,6 +422,7 @@ Napi::Value Abort(const Napi::CallbackInfo& info) {
 Napi::Value Finalize(const Napi::CallbackInfo& info) {
   Mpi& m = Load();
   if (m.usable && m.initialized && !m.finalized) {
+    StopAsync();
     m.finalized = true;
     Check(m, m.Finalize(), "MPI_Finalize");
   }
@@ -266,6 +436,9 @@ void InitMpi(Napi::Env env, Napi::Object exports) {
   exports.Set("broadcast", Napi::Function::New(env, Guard<kPrefix, Broadcast>, "broadcast"));
   exports.Set("allreduceSum", Napi::Function::New(env, Guard<kPrefix, AllreduceSumInPlace>, "allreduceSum"));
   exports.Set("allgather", Napi::Function::New(env, Guard<kPrefix, Allgather>, "allgather"));
+  exports.Set("scatterv", Napi::Function::New(env, Guard<kPrefix, Scatterv>, "scatterv"));
+  exports.Set("allreduceSumAsync", Napi::Function::New(env, Guard<kPrefix, AllreduceSumAsync>, "allreduceSumAsync"));
+  exports.Set("wait", Napi::Function::New(env, Guard<kPrefix, Wait>, "wait"));
   exports.Set("abort", Napi::Function::New(env, Guard<kPrefix, Abort>, "abort"));
   exports.Set("finalize", Napi::Function::New(env, Guard<kPrefix, Finalize>, "finalize"));
 }

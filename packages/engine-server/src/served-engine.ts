@@ -1,5 +1,6 @@
 import { createGenerator, loadModel, type Model, packSequences, type Tokenizer } from '@agentrl/engine';
-import { createNativeAdapter, type EngineAdapter, type GenerateResult } from '@agentrl/rollout';
+import { createNativeAdapter } from '@agentrl/engine-adapters';
+import type { EngineAdapter, GenerateResult } from '@agentrl/rollout';
 import { EngineServerError } from './errors.js';
 import { SERVED } from './open-checkpoint.js';
 import { createPrefixCache } from './prefix-cache.js';

@@ -4,13 +4,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGenerator, createModel, loadModel, type Model, saveModel } from '@agentrl/engine';
+import { createNativeAdapter, createSglangAdapter, createVllmAdapter } from '@agentrl/engine-adapters';
 import {
   AgentLoopConfigSchema,
-  createNativeAdapter,
   createPythonTool,
-  createSglangAdapter,
   createToolRegistry,
-  createVllmAdapter,
   type EngineAdapter,
   runTrajectory,
 } from '@agentrl/rollout';

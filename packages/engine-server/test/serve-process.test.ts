@@ -9,8 +9,8 @@ import {
   createSglangAdapter,
   createVllmAdapter,
   syncEngineWeights,
-  wrapToolResponse,
-} from '@agentrl/rollout';
+} from '@agentrl/engine-adapters';
+import { wrapToolResponse } from '@agentrl/rollout';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {

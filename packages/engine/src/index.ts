@@ -88,6 +88,7 @@ export {
 } from './tokenizer/char.js';
 export {
   CHATML_TEMPLATE,
+  CHATML_TOOLS_TEMPLATE,
   compileChatTemplate,
   type RenderChatOptions,
   renderChat,

@@ -97,6 +97,7 @@ export class Model {
     grads: Float32Array | undefined;
     moments: { m: Float32Array; v: Float32Array } | undefined;
   };
+  private gradientsDone: ((stage: number) => void) | undefined;
   private forwardTokens: Int32Array | undefined;
   private forwardCu: Int32Array | undefined;
 
@@ -261,7 +262,7 @@ export class Model {
         `dLmHead must be a Float32Array of ${this.shape.vocab * this.shape.hidden} floats ([V, H])`,
       );
     }
-    this.native.backward(this.handle, dHidden, dLm);
+    this.native.backward(this.handle, dHidden, dLm, this.gradientsDone);
   }
 
   /** Logits [T, V] of a packed batch (also leaves it as the latest forward). */
@@ -297,8 +298,38 @@ export class Model {
     }
     const normalizer = options.normalizer ?? Math.max(count, 1);
     if (!(normalizer > 0)) throw new EngineError('INVALID_BATCH', 'normalizer must be positive');
-    const lossSum = this.native.crossEntropy(this.handle, targets, 1 / normalizer);
+    const lossSum = this.native.crossEntropy(this.handle, targets, 1 / normalizer, this.gradientsDone);
     return { loss: lossSum / normalizer, lossSum, numTargets: count };
+  }
+
+  /**
+   * Has every following backward (backwardFromHidden, sftLoss) call `hook(stage)` as soon as a group
+   * of gradients is final, last layer first: stage `numLayers` once the final norm (and an untied
+   * lm_head) are, then each layer l down to 0, then -1 once the embedding is (see gradientStage).
+   * Data-parallel training starts reducing those gradients while the backward goes on. The hook runs
+   * synchronously between layers; what it throws ends the backward. CPU models only: a GPU model
+   * ignores it (its backward reports nothing), so a caller must not rely on it being called.
+   * `null` removes it.
+   */
+  setGradientsDoneHook(hook: ((stage: number) => void) | null): void {
+    this.gradientsDone = hook ?? undefined;
+  }
+
+  /** Whether the backward reports stages to setGradientsDoneHook (the CPU backend does). */
+  get reportsGradientStages(): boolean {
+    return this.device === 'cpu';
+  }
+
+  /**
+   * The backward stage after which parameter `name`'s gradient is final (see setGradientsDoneHook):
+   * numLayers for the final norm and an untied lm_head, l for model.layers.l.*, -1 for the embedding
+   * (and a tied lm_head, which is the embedding).
+   */
+  gradientStage(name: string): number {
+    const layer = /^model\.layers\.(\d+)\./.exec(name);
+    if (layer) return Number(layer[1]);
+    if (name === 'model.norm.weight' || name === 'lm_head.weight') return this.shape.layers;
+    return -1;
   }
 
   /** Sets every gradient to zero (nothing to do without gradients). */

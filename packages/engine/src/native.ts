@@ -35,8 +35,19 @@ export interface EngineBinding {
   memoryBytes(handle: ModelHandle): { params: number; grads: number; optimizer: number };
   initParams(handle: ModelHandle, seed: number, std: number): void;
   forward(handle: ModelHandle, tokens: Int32Array, cu: Int32Array, recompute: boolean): Float32Array;
-  backward(handle: ModelHandle, dHidden: Float32Array, dLmHead: Float32Array | undefined): void;
-  crossEntropy(handle: ModelHandle, targets: Int32Array, scale: number): number;
+  /** `onGradientsDone(stage)`: see Model.setGradientsDoneHook (CPU backend only; others ignore it). */
+  backward(
+    handle: ModelHandle,
+    dHidden: Float32Array,
+    dLmHead: Float32Array | undefined,
+    onGradientsDone?: (stage: number) => void,
+  ): void;
+  crossEntropy(
+    handle: ModelHandle,
+    targets: Int32Array,
+    scale: number,
+    onGradientsDone?: (stage: number) => void,
+  ): number;
   logits(handle: ModelHandle, out: Float32Array): void;
   zeroGrad(handle: ModelHandle): void;
   gradNormSquared(handle: ModelHandle): number;

@@ -1,5 +1,6 @@
 import { loadNative } from '@agentrl/native';
 import { DistError, DistErrorCode, fromNative } from './errors.js';
+import { decodeJson, encodeJson } from './json-codec.js';
 
 /** MPI thread support levels (MPI_THREAD_SINGLE .. MPI_THREAD_MULTIPLE; the same values in Open MPI and MPICH). */
 export const THREAD_LEVELS = { single: 0, funneled: 1, serialized: 2, multiple: 3 } as const;
@@ -20,10 +21,28 @@ export interface Communicator {
   allreduceSum(buffer: Float32Array | Float64Array): void;
   /** Every rank's `send` (the same length everywhere), concatenated in rank order. */
   allgather(send: Uint8Array): Uint8Array;
+  /** Root passes one part per rank (any lengths); every rank gets its own part. Others pass undefined. */
+  scatter(parts: readonly Uint8Array[] | undefined, root?: number): Uint8Array;
+  /**
+   * Starts an in-place float64 sum over ranks of `buffer` and returns at once; `wait()` before
+   * reading or writing it. All ranks start the same buffers in the same order. Where `overlaps` is
+   * false it is the blocking all-reduce, done before it returns.
+   */
+  allreduceSumStart(buffer: Float64Array): PendingReduce;
+  /** True when allreduceSumStart runs on MPI's side while this thread computes (a comm thread). */
+  readonly overlaps: boolean;
   /** Ends the whole job with `code` (after printing `message` on stderr). */
   abort(code: number, message?: string): never;
   finalize(): void;
 }
+
+/** A started all-reduce (Communicator.allreduceSumStart). */
+export interface PendingReduce {
+  /** Blocks until the sum is in the buffer. Idempotent. */
+  wait(): void;
+}
+
+const DONE: PendingReduce = { wait() {} };
 
 interface MpiBinding {
   probe(): MpiProbe;
@@ -32,6 +51,9 @@ interface MpiBinding {
   broadcast(buffer: Uint8Array, root: number): void;
   allreduceSum(buffer: Float32Array | Float64Array): void;
   allgather(send: Uint8Array, recv: Uint8Array): void;
+  scatterv(send: Uint8Array, counts: Int32Array, recv: Uint8Array, root: number): void;
+  allreduceSumAsync(buffer: Float64Array): number;
+  wait(ticket: number): void;
   abort(code: number): never;
   finalize(): void;
 }
@@ -77,6 +99,7 @@ export class LocalCommunicator implements Communicator {
   readonly backend = 'local' as const;
   readonly rank = 0;
   readonly size = 1;
+  readonly overlaps = false;
   barrier(): void {}
   broadcast(buffer: Uint8Array, root = 0): void {
     checkBytes(buffer, 'buffer');
@@ -88,6 +111,15 @@ export class LocalCommunicator implements Communicator {
   allgather(send: Uint8Array): Uint8Array {
     checkBytes(send, 'send');
     return send.slice();
+  }
+  scatter(parts: readonly Uint8Array[] | undefined, root = 0): Uint8Array {
+    checkRoot(root, 1);
+    checkParts(parts, 1);
+    return (parts![0] as Uint8Array).slice();
+  }
+  allreduceSumStart(buffer: Float64Array): PendingReduce {
+    checkF64(buffer);
+    return DONE;
   }
   abort(code: number, message?: string): never {
     if (message) process.stderr.write(`${message}\n`);
@@ -104,15 +136,18 @@ export class MpiCommunicator implements Communicator {
   /** The thread level MPI provided, and the library's version string. */
   readonly threadLevel: number;
   readonly library: string;
+  readonly overlaps: boolean;
   #mpi: MpiBinding;
 
-  constructor(threadLevel: ThreadLevel = 'funneled') {
+  constructor(threadLevel: ThreadLevel = 'serialized') {
     this.#mpi = binding();
     const r = call(() => this.#mpi.init(THREAD_LEVELS[threadLevel]));
     this.rank = r.rank;
     this.size = r.size;
     this.threadLevel = r.threadLevel;
     this.library = r.library;
+    // the comm thread needs MPI_THREAD_SERIALIZED (one thread in MPI at a time, any thread)
+    this.overlaps = r.threadLevel >= THREAD_LEVELS.serialized;
   }
   barrier(): void {
     call(() => this.#mpi.barrier());
@@ -132,6 +167,43 @@ export class MpiCommunicator implements Communicator {
     call(() => this.#mpi.allgather(send, recv));
     return recv;
   }
+  scatter(parts: readonly Uint8Array[] | undefined, root = 0): Uint8Array {
+    checkRoot(root, this.size);
+    const isRoot = this.rank === root;
+    if (isRoot) checkParts(parts, this.size);
+    // every rank learns every part's length first (MPI_Scatterv wants the counts everywhere)
+    const counts = new Int32Array(this.size);
+    if (isRoot) for (const [r, p] of parts!.entries()) counts[r] = p.length;
+    call(() => this.#mpi.broadcast(new Uint8Array(counts.buffer), root));
+    let send = new Uint8Array(0);
+    if (isRoot) {
+      send = new Uint8Array(counts.reduce((a, b) => a + b, 0));
+      let at = 0;
+      for (const p of parts!) {
+        send.set(p, at);
+        at += p.length;
+      }
+    }
+    const recv = new Uint8Array(counts[this.rank] as number);
+    call(() => this.#mpi.scatterv(send, counts, recv, root));
+    return recv;
+  }
+  allreduceSumStart(buffer: Float64Array): PendingReduce {
+    checkF64(buffer);
+    if (!this.overlaps) {
+      this.allreduceSum(buffer);
+      return DONE;
+    }
+    const ticket = call(() => this.#mpi.allreduceSumAsync(buffer));
+    let waited = false;
+    return {
+      wait: () => {
+        if (waited) return;
+        call(() => this.#mpi.wait(ticket));
+        waited = true;
+      },
+    };
+  }
   abort(code: number, message?: string): never {
     if (message) process.stderr.write(`rank ${this.rank}: ${message}\n`);
     return call(() => this.#mpi.abort(code));
@@ -142,7 +214,10 @@ export class MpiCommunicator implements Communicator {
 }
 
 export interface CreateCommunicatorOptions {
-  /** MPI thread support to ask for (default `funneled`: only the JS thread calls MPI). */
+  /**
+   * MPI thread support to ask for (default `serialized`: the JS thread and the comm thread of
+   * allreduceSumStart, one at a time; with `funneled` or `single` there is no overlap).
+   */
   threadLevel?: ThreadLevel;
   /** Environment to read the launcher's variables from (default process.env). */
   env?: NodeJS.ProcessEnv;
@@ -173,20 +248,10 @@ export function createCommunicator(options: CreateCommunicatorOptions = {}): Com
   return world;
 }
 
-// JSON has no NaN or infinities (a -Infinity logprob would come back as null): they travel tagged.
-const NON_FINITE = '__agentrl_non_finite__';
-const encodeJson = (value: unknown) =>
-  new TextEncoder().encode(
-    JSON.stringify(value, (_k, v) =>
-      typeof v === 'number' && !Number.isFinite(v) ? { [NON_FINITE]: String(v) } : v,
-    ),
-  );
-const decodeJson = <T>(bytes: Uint8Array): T =>
-  JSON.parse(new TextDecoder().decode(bytes), (_k, v) =>
-    v !== null && typeof v === 'object' && NON_FINITE in v ? Number(v[NON_FINITE]) : v,
-  ) as T;
-
-/** Broadcasts a JSON value from root (two broadcasts: length, then bytes); NaN and infinities survive. */
+/**
+ * Broadcasts a JSON value from root (two broadcasts: length, then bytes); NaN, infinities and typed
+ * arrays survive (json-codec.ts).
+ */
 export function broadcastJson<T>(comm: Communicator, value: T | undefined, root = 0): T {
   const bytes = comm.rank === root ? encodeJson(value) : new Uint8Array(0);
   const len = new Uint8Array(new Float64Array([bytes.length]).buffer);
@@ -195,6 +260,12 @@ export function broadcastJson<T>(comm: Communicator, value: T | undefined, root 
   const buf = comm.rank === root ? bytes : new Uint8Array(n);
   comm.broadcast(buf, root);
   return decodeJson<T>(buf);
+}
+
+/** Root's `parts[r]` (a JSON value, typed arrays kept) goes to rank r; every rank returns its own. */
+export function scatterJson<T>(comm: Communicator, parts: readonly T[] | undefined, root = 0): T {
+  const bytes = comm.rank === root ? (parts ?? []).map(encodeJson) : undefined;
+  return decodeJson<T>(comm.scatter(bytes, root));
 }
 
 /** Gathers one JSON value from every rank, in rank order (lengths first, then padded bytes). */
@@ -226,6 +297,24 @@ function checkFloats(b: unknown): void {
     throw new DistError(
       DistErrorCode.INVALID_ARGUMENT,
       'allreduceSum takes a Float32Array or a Float64Array (the gradient buffer, in place)',
+    );
+  }
+}
+
+function checkF64(b: unknown): void {
+  if (!(b instanceof Float64Array)) {
+    throw new DistError(
+      DistErrorCode.INVALID_ARGUMENT,
+      'allreduceSumStart takes a Float64Array (a bucket of the float64 gradient accumulator)',
+    );
+  }
+}
+
+function checkParts(parts: readonly Uint8Array[] | undefined, size: number): void {
+  if (!Array.isArray(parts) || parts.length !== size || !parts.every((p) => p instanceof Uint8Array)) {
+    throw new DistError(
+      DistErrorCode.INVALID_ARGUMENT,
+      `scatter on the root takes one Uint8Array per rank (${size}), got ${Array.isArray(parts) ? `${parts.length} items` : String(parts)}`,
     );
   }
 }

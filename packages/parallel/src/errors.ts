@@ -5,6 +5,7 @@ export const DistErrorCode = defineErrorCodes('DIST', {
   INVALID_ARGUMENT: 'a bad argument (wrong dtype, length, root out of range)',
   UNAVAILABLE: 'MPI / NCCL cannot be loaded or used here; the message says why and what to install',
   NATIVE_FAILURE: 'the communication library reported an error',
+  MISMATCH: 'ranks disagree on something that must be the same everywhere',
 });
 export type DistErrorCode = ErrorCodeOf<typeof DistErrorCode>;
 

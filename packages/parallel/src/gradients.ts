@@ -1,10 +1,49 @@
-import type { Communicator } from './communicator.js';
+import type { Communicator, PendingReduce } from './communicator.js';
 import { DistError, DistErrorCode } from './errors.js';
 
 /** What GradientAllReduce needs from a model (@agentrl/engine's Model has it). */
 export interface GradientSource {
-  parameters(): readonly { readonly grad: Float32Array }[];
+  parameters(): readonly { readonly name: string; readonly grad: Float32Array }[];
   zeroGrad(): void;
+  /**
+   * Optional, for the overlapped reduce: has the backward call `hook(stage)` as soon as the
+   * gradients of `gradientStage(name) === stage` are final, stages in decreasing order
+   * (@agentrl/engine's CPU Model: numLayers for the head, each layer, -1 for the embedding).
+   */
+  setGradientsDoneHook?(hook: ((stage: number) => void) | null): void;
+  gradientStage?(name: string): number;
+  /** Whether the backward actually calls that hook (false on a GPU model). */
+  readonly reportsGradientStages?: boolean;
+}
+
+/** PyTorch DDP's default bucket (`bucket_cap_mb=25`), here in bytes of the float64 accumulator. */
+export const DEFAULT_BUCKET_BYTES = 25 * 1024 * 1024;
+
+export interface GradientReduceOptions {
+  /** Bytes of float64 accumulator per all-reduce bucket (default 25 MiB; a larger parameter gets its own). */
+  bucketBytes?: number;
+  /**
+   * Start each bucket's all-reduce as soon as the last micro-batch's backward has finished its
+   * gradients, while the backward goes on (default true). Needs a communicator that overlaps (MPI
+   * with MPI_THREAD_SERIALIZED) and a model whose backward reports its stages (the CPU engine);
+   * otherwise the one blocking all-reduce at the end.
+   */
+  overlap?: boolean;
+}
+
+interface Slot {
+  /** Index in model.parameters(). */
+  param: number;
+  /** Offset in the accumulator, whose layout is the backward's completion order. */
+  at: number;
+  stage: number;
+}
+
+interface Bucket {
+  start: number;
+  end: number;
+  /** The bucket is final once the backward has reported this stage. */
+  stage: number;
 }
 
 /**
@@ -12,31 +51,75 @@ export interface GradientSource {
  * `accumulate()` adds the model's float32 gradients into a float64 accumulator and zeroes them;
  * `reduce()` sums the accumulators over ranks (MPI allreduce in float64) and writes the total back
  * into the model's gradients, so the optimizer step that follows is the same on every rank.
+ * `runLast(work)` does both for a rank's last micro-batch with the reduce overlapping its backward:
+ * bucket by bucket, last layer first, each bucket's all-reduce runs on MPI's comm thread while the
+ * backward computes the layers below.
  *
  * Why float64: each micro-batch's gradient is computed the same way whichever rank runs it (same
  * packed micro-batch, same normaliser), so the update differs between 1 and N ranks only by the order
  * in which per-micro-batch gradients are summed. A float64 sum of a few float32 values is exact
  * (hence order-free) unless their magnitudes span more than ~2^29, and rounding it once to float32
  * gives the same bits for any split: 1 rank and N ranks end with bit-identical weights (the 2-rank
- * test checks it). Summing in float32 as the gradients arrive would differ in the last bits.
+ * test checks it). Summing in float32 as the gradients arrive would differ in the last bits. Buckets
+ * cut the same element-wise sums into pieces, so they change nothing in the result either.
  */
 export class GradientAllReduce {
   readonly numParameters: number;
+  /** The all-reduce buckets, in the order they are started (accumulator offsets). */
+  readonly buckets: readonly Bucket[];
   private readonly acc: Float64Array;
+  private readonly slots: readonly Slot[];
+  private readonly overlap: boolean;
   private micro = 0;
 
   constructor(
     private readonly model: GradientSource,
     private readonly comm: Communicator,
+    options: GradientReduceOptions = {},
   ) {
-    this.numParameters = model.parameters().reduce((n, p) => n + p.grad.length, 0);
+    const params = model.parameters();
+    this.numParameters = params.reduce((n, p) => n + p.grad.length, 0);
     if (this.numParameters === 0) {
       throw new DistError(
         DistErrorCode.INVALID_ARGUMENT,
         'the model has no gradients (open it with training: true before data-parallel training)',
       );
     }
+    const bucketBytes = options.bucketBytes ?? DEFAULT_BUCKET_BYTES;
+    if (!(Number.isFinite(bucketBytes) && bucketBytes >= 8)) {
+      throw new DistError(
+        DistErrorCode.INVALID_ARGUMENT,
+        `bucketBytes must be a number of bytes >= 8 (one float64), got ${bucketBytes}`,
+      );
+    }
+    // the accumulator is laid out in completion order: head first, then layers last to first
+    const stageOf = (name: string) => model.gradientStage?.(name) ?? -1;
+    const order = params.map((p, i) => ({ i, stage: stageOf(p.name) }));
+    order.sort((a, b) => b.stage - a.stage || a.i - b.i);
+    const slots: Slot[] = [];
+    const buckets: Bucket[] = [];
+    const cap = Math.floor(bucketBytes / 8);
+    let at = 0;
+    let open: Bucket | undefined;
+    for (const { i, stage } of order) {
+      const n = (params[i] as { grad: Float32Array }).grad.length;
+      slots.push({ param: i, at, stage });
+      if (!open || (open.end > open.start && open.end - open.start + n > cap)) {
+        open = { start: at, end: at, stage };
+        buckets.push(open);
+      }
+      at += n;
+      open.end = at;
+      open.stage = stage;
+    }
+    this.slots = slots;
+    this.buckets = buckets;
     this.acc = new Float64Array(this.numParameters);
+    this.overlap =
+      (options.overlap ?? true) &&
+      comm.overlaps &&
+      model.reportsGradientStages === true &&
+      typeof model.setGradientsDoneHook === 'function';
   }
 
   /** Micro-batches accumulated on this rank since the last reduce(). */
@@ -44,15 +127,15 @@ export class GradientAllReduce {
     return this.micro;
   }
 
+  /** Whether runLast overlaps the all-reduce with the backward (see GradientReduceOptions.overlap). */
+  get overlapping(): boolean {
+    return this.overlap;
+  }
+
   /** Moves the model's gradients (one micro-batch's) into the accumulator and zeroes them. */
   accumulate(): void {
-    const acc = this.acc;
-    let at = 0;
-    for (const p of this.model.parameters()) {
-      const g = p.grad;
-      for (let i = 0; i < g.length; i++) acc[at + i] = (acc[at + i] as number) + (g[i] as number);
-      at += g.length;
-    }
+    const params = this.model.parameters();
+    for (const s of this.slots) this.add(params, s);
     this.model.zeroGrad();
     this.micro++;
   }
@@ -60,12 +143,76 @@ export class GradientAllReduce {
   /** Sums the accumulators over all ranks and writes the sum into the model's gradients. */
   reduce(): void {
     this.comm.allreduceSum(this.acc);
+    this.writeBack();
+  }
+
+  /**
+   * This rank's last micro-batch of the step: `work()` runs its forward and ONE backward; then its
+   * gradients are accumulated and everything is reduced and written back, as accumulate() then
+   * reduce() would. With overlap, the backward hands each finished stage over as it goes: its
+   * gradients are accumulated, and each bucket whose stages are all final starts its all-reduce on
+   * the comm thread at once. Returns what `work` returned.
+   */
+  runLast<R>(work: () => R): R {
+    if (!this.overlap) {
+      const r = work();
+      this.accumulate();
+      this.reduce();
+      return r;
+    }
+    const params = this.model.parameters();
+    const pending: PendingReduce[] = [];
+    const done = new Set<number>();
+    let next = 0;
+    const startReady = (stage: number) => {
+      while (next < this.buckets.length && (this.buckets[next] as Bucket).stage >= stage) {
+        const b = this.buckets[next++] as Bucket;
+        pending.push(this.comm.allreduceSumStart(this.acc.subarray(b.start, b.end)));
+      }
+    };
+    this.model.setGradientsDoneHook!((stage) => {
+      if (done.has(stage)) {
+        throw new DistError(
+          DistErrorCode.INVALID_ARGUMENT,
+          `the last micro-batch ran a second backward (stage ${stage} reported twice): run one backward per micro-batch`,
+        );
+      }
+      done.add(stage);
+      for (const s of this.slots) {
+        if (s.stage !== stage) continue;
+        this.add(params, s);
+        (params[s.param] as { grad: Float32Array }).grad.fill(0);
+      }
+      startReady(stage);
+    });
+    let r: R;
+    try {
+      r = work();
+    } finally {
+      this.model.setGradientsDoneHook!(null);
+    }
+    // what the backward did not report (nothing to train, or a backward that reports nothing)
+    for (const s of this.slots) if (!done.has(s.stage)) this.add(params, s);
+    startReady(Number.NEGATIVE_INFINITY);
+    for (const p of pending) p.wait();
+    this.micro++;
+    this.writeBack();
+    return r;
+  }
+
+  private add(params: readonly { readonly grad: Float32Array }[], s: Slot): void {
     const acc = this.acc;
-    let at = 0;
-    for (const p of this.model.parameters()) {
-      const g = p.grad;
-      for (let i = 0; i < g.length; i++) g[i] = acc[at + i] as number;
-      at += g.length;
+    const g = (params[s.param] as { grad: Float32Array }).grad;
+    const at = s.at;
+    for (let i = 0; i < g.length; i++) acc[at + i] = (acc[at + i] as number) + (g[i] as number);
+  }
+
+  private writeBack(): void {
+    const acc = this.acc;
+    const params = this.model.parameters();
+    for (const s of this.slots) {
+      const g = (params[s.param] as { grad: Float32Array }).grad;
+      for (let i = 0; i < g.length; i++) g[i] = acc[s.at + i] as number;
     }
     acc.fill(0);
     this.micro = 0;
@@ -94,7 +241,8 @@ export function shardIndices(count: number, comm: Pick<Communicator, 'rank' | 's
   return out;
 }
 
-const reducers = new WeakMap<GradientSource, GradientAllReduce>();
+// one reducer (float64 accumulator) per model and reduce options
+const reducers = new WeakMap<GradientSource, Map<string, GradientAllReduce>>();
 
 export interface MicroBatchRunOptions {
   comm: Communicator;
@@ -103,6 +251,8 @@ export interface MicroBatchRunOptions {
   count: number;
   /** Numbers `work` returns per micro-batch (loss, metrics). */
   width: number;
+  /** Buckets and overlap of the gradient all-reduce (one reducer, with its accumulator, per model and options). */
+  reduce?: GradientReduceOptions;
 }
 
 /**
@@ -122,16 +272,18 @@ export function runMicroBatches(
   const rows = new Float64Array(count * width);
   let reducer: GradientAllReduce | undefined;
   if (comm.backend === 'mpi') {
-    reducer = reducers.get(opts.model);
+    const byOptions = reducers.get(opts.model) ?? new Map<string, GradientAllReduce>();
+    reducers.set(opts.model, byOptions);
+    const key = JSON.stringify([opts.reduce?.bucketBytes, opts.reduce?.overlap]);
+    reducer = byOptions.get(key);
     if (!reducer) {
-      reducer = new GradientAllReduce(opts.model, comm);
-      reducers.set(opts.model, reducer);
+      reducer = new GradientAllReduce(opts.model, comm, opts.reduce);
+      byOptions.set(key, reducer);
     }
   }
   const mine = reducer ? shardIndices(count, comm) : Array.from({ length: count }, (_, i) => i);
-  for (const i of mine) {
-    const r = work(i);
-    if (!r) continue;
+  const keep = (i: number, r: ArrayLike<number> | undefined) => {
+    if (!r) return;
     if (r.length !== width) {
       throw new DistError(
         DistErrorCode.INVALID_ARGUMENT,
@@ -139,11 +291,27 @@ export function runMicroBatches(
       );
     }
     rows.set(r, i * width);
-    reducer?.accumulate();
+  };
+  if (!reducer) {
+    for (const i of mine) keep(i, work(i));
+    return rows;
   }
-  if (reducer) {
-    reducer.reduce();
-    comm.allreduceSum(rows);
+  // the last micro-batch's backward overlaps the gradient all-reduce (GradientAllReduce.runLast)
+  const last = mine.at(-1);
+  for (const i of mine) {
+    if (i === last)
+      keep(
+        i,
+        reducer.runLast(() => work(i)),
+      );
+    else {
+      const r = work(i);
+      keep(i, r);
+      if (r) reducer.accumulate();
+    }
   }
+  // a rank without micro-batches still takes part in every bucket, in the same order
+  if (last === undefined) reducer.runLast(() => undefined);
+  comm.allreduceSum(rows);
   return rows;
 }

@@ -8,13 +8,17 @@ export {
   launchedWorldSize,
   MpiCommunicator,
   type MpiProbe,
+  type PendingReduce,
   probeMpi,
+  scatterJson,
   THREAD_LEVELS,
   type ThreadLevel,
 } from './communicator.js';
 export { DistError, DistErrorCode } from './errors.js';
 export {
+  DEFAULT_BUCKET_BYTES,
   GradientAllReduce,
+  type GradientReduceOptions,
   type GradientSource,
   globalSum,
   type MicroBatchRunOptions,

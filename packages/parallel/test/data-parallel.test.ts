@@ -13,6 +13,7 @@ interface StepResult {
   size: number;
   sha256: string;
   losses: number[];
+  started: number;
 }
 
 /** The fixture as one plain process (no launcher: the local communicator, the engine's own float32 accumulation). */
@@ -71,6 +72,31 @@ describe.skipIf(missing !== undefined)('data-parallel steps of a tiny model (eng
         expect(r.sha256).toBe(ref.sha256);
         expect(r.losses).toEqual(ref.losses);
       }
+      // the default overlapped reduce: the tiny model is one bucket, started by the embedding's stage
+      for (const r of byN.slice(1)) expect(r.started).toBe(3);
+      // Buckets of 2 KiB (many per layer, started while the backward runs) and the blocking reduce
+      // change nothing in the sums: the same bits
+      for (const mode of ['2048', 'blocking']) {
+        const run = await runMpi(2, 'dp-step.ts', ['', mode], { env: { OMP_NUM_THREADS: '1' } });
+        expect(run.code, run.stderr).toBe(0);
+        const rs = results<StepResult>(run);
+        for (const r of rs) {
+          expect(r.sha256).toBe(ref.sha256);
+          expect(r.losses).toEqual(ref.losses);
+          if (mode === 'blocking') expect(r.started).toBe(0);
+          else expect(r.started).toBeGreaterThan(3 * 10);
+        }
+      }
+      // 2 micro-batches on 3 ranks: rank 2 has none and still takes part in every bucket
+      const two: StepResult[] = [];
+      for (const n of [1, 3]) {
+        const run = await runMpi(n, 'dp-step.ts', ['', '2048', '2'], { env: { OMP_NUM_THREADS: '1' } });
+        expect(run.code, run.stderr).toBe(0);
+        two.push(...results<StepResult>(run));
+      }
+      expect(two).toHaveLength(4);
+      for (const r of two) expect(r.sha256).toBe(two[0]!.sha256);
+      expect(two[0]!.sha256).not.toBe(ref.sha256);
       // The plain path sums float32 gradients as they arrive: other last bits, a tiny difference
       const alone = runAlone([join(dir, 'plain.bin')]);
       expect(alone.sha256).not.toBe(ref.sha256);

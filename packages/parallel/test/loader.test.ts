@@ -52,7 +52,7 @@ describe('MPI loader', () => {
       library: lib,
       detail:
         `${lib} lacks MPI_Initialized, MPI_Finalized, MPI_Finalize, MPI_Comm_rank, MPI_Comm_size, ` +
-        'MPI_Comm_set_errhandler, MPI_Barrier, MPI_Bcast, MPI_Allreduce, MPI_Allgather, MPI_Abort, ' +
+        'MPI_Comm_set_errhandler, MPI_Barrier, MPI_Bcast, MPI_Allreduce, MPI_Allgather, MPI_Abort, MPI_Scatterv, ' +
         'MPI_Error_string, MPI_Get_library_version, ompi_mpi_byte, ompi_mpi_float, ompi_mpi_double, ' +
         'ompi_mpi_op_sum, ompi_mpi_errors_are_fatal',
     });

@@ -22,6 +22,11 @@ interface CollectivesResult {
   gathered: number[];
   json: { rank: number; tokens: number; name: string }[];
   config: { steps: number; preset: string };
+  part: number[];
+  typed: { r: number; ids: (string | number)[]; lp: string[] };
+  asyncOk: boolean;
+  overlaps: boolean;
+  afterBarrier: number[];
   nonFinite: string[][];
   errors: Record<string, string>;
 }
@@ -80,7 +85,7 @@ describe('launched without a usable Open MPI', () => {
 });
 
 describe.skipIf(missing !== undefined)('mpirun -n 2 (real processes)', () => {
-  it('all-reduces, broadcasts and all-gathers exactly, and refuses bad arguments on both layers', async () => {
+  it('all-reduces (blocking and on the comm thread), broadcasts, scatters and all-gathers exactly, and refuses bad arguments on both layers', async () => {
     const run = await runMpi(2, 'collectives.ts');
     expect(run.code, run.stderr).toBe(0);
     const rs = results<CollectivesResult>(run);
@@ -98,6 +103,28 @@ describe.skipIf(missing !== undefined)('mpirun -n 2 (real processes)', () => {
         { rank: 1, tokens: 1007, name: 'xxxxx' },
       ]);
       expect(r.config).toEqual({ steps: 3, preset: 'smoke' });
+      expect(r.part).toEqual(new Array(r.rank + 2).fill(10 * r.rank));
+      expect(r.typed).toEqual({
+        r: r.rank,
+        ids: ['Int32Array', r.rank, -r.rank || 0, 2 ** 30],
+        lp: ['Float32Array', String(-0.5 * r.rank || 0), '-Infinity'],
+      });
+      // Open MPI 4.1 provides MPI_THREAD_SERIALIZED: the buckets ran on the comm thread
+      expect(r.overlaps).toBe(true);
+      expect(r.asyncOk).toBe(true);
+      expect(r.afterBarrier).toEqual([0, 1]);
+      if (r.rank === 0)
+        expect(r.errors.tsScatterParts).toMatch(
+          /^DIST_INVALID_ARGUMENT: .*one Uint8Array per rank \(2\), got 1 items/,
+        );
+      expect(r.errors.tsStartF32).toMatch(/^DIST_INVALID_ARGUMENT: .*allreduceSumStart takes a Float64Array/);
+      expect(r.errors.nativeScatterCounts).toMatch(
+        /^DIST_INVALID_ARGUMENT: mpi: counts has 3 elements, expected 2/,
+      );
+      expect(r.errors.nativeAsyncDtype).toMatch(/^DIST_INVALID_ARGUMENT: mpi: buffer has the wrong dtype/);
+      expect(r.errors.nativeWaitTicket).toMatch(
+        /^DIST_INVALID_ARGUMENT: mpi: ticket must be an integer in \[1, 3\]/,
+      );
       expect(r.nonFinite).toEqual([
         ['-Infinity', 'NaN', '0'],
         ['-Infinity', 'NaN', '1'],

@@ -61,7 +61,7 @@ export async function runTrajectory(
   engine: EngineAdapter,
   job: TrajectoryJob,
 ): Promise<Trajectory> {
-  const { config, tokenizer, chatFormat, tools } = ctx;
+  const { config, tokenizer, tools } = ctx;
   const t = new TrajectoryBuilder(job.id, job.promptId, job.promptIds, job.promptText);
   const limit = job.promptIds.length + config.maxResponseTokens;
   const stops = turnStops(ctx, config.sampling);
@@ -88,20 +88,10 @@ export async function runTrajectory(
       } catch (err) {
         if (!isEngineFailure(err)) throw err;
         engineError = err.message;
-        finish =
-          err.code === RolloutErrorCode.ENGINE_TIMEOUT
-            ? 'timeout'
-            : err.code === RolloutErrorCode.ABORTED
-              ? 'aborted'
-              : 'engine_error';
+        finish = engineFinishReason(err);
         break;
       }
-      // The oldest weights that sampled any turn: what the trainer's off-policy accounting needs.
-      if (result.policyVersion !== undefined)
-        policyVersion =
-          policyVersion === undefined || turn === 0
-            ? result.policyVersion
-            : Math.min(policyVersion, result.policyVersion);
+      policyVersion = oldestPolicyVersion(policyVersion, result.policyVersion, turn);
       const text = tokenizer.decode(result.tokenIds);
       t.appendSampled(result.tokenIds, result.logprobs, text);
       if (result.finishReason === 'length') {
@@ -124,9 +114,7 @@ export async function runTrajectory(
         parseFailure: parsed.kind === 'failure' ? parsed.failure : null,
         outcome,
       });
-      const output = formatToolOutcome(outcome, config.toolResponseMaxChars);
-      const response = chatFormat.toolRole === 'tool' ? output : wrapToolResponse(output);
-      const segment = chatFormat.toolResponseSegment(text, response);
+      const segment = toolResponseSegment(ctx, text, outcome);
       // Only the new segment is encoded: the tokens already in the trajectory never change.
       const segmentIds = tokenizer.encode(segment);
       if (t.length + segmentIds.length >= limit) {
@@ -142,6 +130,29 @@ export async function runTrajectory(
     ...(policyVersion !== undefined ? { policyVersion } : {}),
     ...(engineError !== undefined ? { engineError } : {}),
   });
+}
+
+/** How an engine failure ends the trajectory. */
+function engineFinishReason(err: RolloutError): FinishReason {
+  if (err.code === RolloutErrorCode.ENGINE_TIMEOUT) return 'timeout';
+  if (err.code === RolloutErrorCode.ABORTED) return 'aborted';
+  return 'engine_error';
+}
+
+/**
+ * The oldest weights that sampled any turn: what the trainer's off-policy accounting needs. The
+ * first turn's report replaces the job's own version.
+ */
+function oldestPolicyVersion(sofar: number | undefined, sampled: number | undefined, turn: number) {
+  if (sampled === undefined) return sofar;
+  return sofar === undefined || turn === 0 ? sampled : Math.min(sofar, sampled);
+}
+
+/** The text appended after an assistant turn that called a tool: close, the tool's turn, reopen. */
+function toolResponseSegment(ctx: AgentLoopContext, assistantText: string, outcome: ToolOutcome): string {
+  const output = formatToolOutcome(outcome, ctx.config.toolResponseMaxChars);
+  const response = ctx.chatFormat.toolRole === 'tool' ? output : wrapToolResponse(output);
+  return ctx.chatFormat.toolResponseSegment(assistantText, response);
 }
 
 /** A tool that never returns must not hang the trajectory: past the deadline it counts as a timeout. */

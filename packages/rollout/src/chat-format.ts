@@ -1,33 +1,6 @@
-import { renderChat } from '@agentrl/engine';
+import { CHATML_TOOLS_TEMPLATE, renderChat } from '@agentrl/engine';
 import type { ChatMessage } from '@agentrl/protocol';
 import { RolloutError, RolloutErrorCode } from './errors.js';
-
-/**
- * ChatML as Qwen2.5 writes it, with the Hermes tool list. The default when the model brings no
- * template of its own; a model's `tokenizer_config.json` `chat_template` replaces it.
- */
-export const CHATML_TEMPLATE = `{%- if tools %}<|im_start|>system
-{% if messages[0].role == 'system' %}{{ messages[0].content }}
-
-{% endif %}# Tools
-
-You may call one or more functions to assist with the user query.
-
-You are provided with function signatures within <tools></tools> XML tags:
-<tools>{% for tool in tools %}
-{{ tool | tojson }}{% endfor %}
-</tools>
-
-For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
-<tool_call>
-{"name": <function-name>, "arguments": <args-json-object>}
-</tool_call><|im_end|>
-{% elif messages[0].role == 'system' %}<|im_start|>system
-{{ messages[0].content }}<|im_end|>
-{% endif %}{%- for message in messages %}{%- if not (message.role == 'system' and loop.first) %}<|im_start|>{{ message.role }}
-{{ message.content }}<|im_end|>
-{% endif %}{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif %}`;
 
 /** The text pieces the agent loop needs from a chat template. */
 export interface ChatFormat {
@@ -55,7 +28,7 @@ export interface ChatFormat {
 }
 
 export interface ChatFormatOptions {
-  /** Jinja chat template (HF `chat_template`); defaults to ChatML. */
+  /** Jinja chat template (HF `chat_template`); defaults to @agentrl/engine's CHATML_TOOLS_TEMPLATE. */
   template?: string;
   /**
    * Text that ends an assistant turn as the model samples it; default: the special token that
@@ -85,7 +58,7 @@ const R = '\u0001response-probe\u0001';
  */
 export function createChatFormat(options: ChatFormatOptions = {}): ChatFormat {
   const source = {
-    chatTemplate: options.template ?? CHATML_TEMPLATE,
+    chatTemplate: options.template ?? CHATML_TOOLS_TEMPLATE,
     ...(options.bosToken !== undefined ? { bosToken: options.bosToken } : {}),
     eosToken: options.eosToken ?? options.endOfTurn ?? '<|im_end|>',
   };

@@ -1,31 +1,6 @@
-export {
-  type ConnectEnginesOptions,
-  connectEngines,
-  type RemoteEngine,
-  syncEngineWeights,
-} from './adapters/connect-engines.js';
-export {
-  type BatchGenerator,
-  createNativeAdapter,
-  type NativeAdapterOptions,
-} from './adapters/native-adapter.js';
-export {
-  checkTokenizerAgreement,
-  probeEngine,
-  type RemoteEngineInfo,
-  resolveServedModel,
-  TOKENIZER_PROBE,
-} from './adapters/remote-checks.js';
-export { createSglangAdapter, type SglangAdapter } from './adapters/sglang-adapter.js';
-export {
-  createVllmAdapter,
-  type RemoteAdapterOptions,
-  type VllmAdapter,
-  type VllmAdapterOptions,
-} from './adapters/vllm-adapter.js';
+export { CHATML_TEMPLATE, CHATML_TOOLS_TEMPLATE } from '@agentrl/engine';
 export { type AgentLoopContext, runTrajectory, type TrajectoryJob, turnStops } from './agent-loop.js';
 export {
-  CHATML_TEMPLATE,
   type ChatFormat,
   type ChatFormatOptions,
   createChatFormat,
@@ -47,38 +22,9 @@ export type {
   WeightUpdate,
 } from './engine-adapter.js';
 export { isEngineFailure, RolloutError, RolloutErrorCode } from './errors.js';
-export { createJsonClient, type JsonClient, type JsonClientOptions } from './http/json-client.js';
-export { metricSum, type PromSample, parsePrometheus } from './http/prometheus.js';
-export { type RetryOptions, withRetry } from './http/retry.js';
-export {
-  type DecoderConfig,
-  type DecoderShape,
-  type DecoderWeights,
-  decoderShape,
-  exportDecoderToOnnx,
-} from './onnx/export-decoder.js';
-export { createOnnxAdapter, type OnnxAdapterOptions } from './onnx/onnx-adapter.js';
 export { type CodeExecutor, createPythonTool, type PythonToolOptions } from './python-tool.js';
 export { createRollout, type Rollout, type RolloutOptions, type RolloutPrompt } from './rollout.js';
-export { type CapacityWatcher, watchEngineCapacity } from './scheduler/capacity-watcher.js';
-export { createEngineScheduler, type EngineSchedulerOptions } from './scheduler/engine-scheduler.js';
-export { createKvAwareScheduler, type KvAwareSchedulerOptions } from './scheduler/kv-aware-scheduler.js';
-export type {
-  ScheduledEngine,
-  Scheduler,
-  SchedulerLease,
-  SchedulerSnapshot,
-} from './scheduler/scheduler.js';
-export { createStaticScheduler } from './scheduler/static-scheduler.js';
-export { createSimClock, type SimClock } from './simulator/sim-clock.js';
-export { createSimEngine, type SimEngine, type SimEngineConfig } from './simulator/sim-engine.js';
-export { type SimulationConfig, type SimulationResult, simulateStep } from './simulator/simulate.js';
-export {
-  DEFAULT_WORKLOAD,
-  generateWorkload,
-  type TrajectorySpec,
-  type WorkloadConfig,
-} from './simulator/workload.js';
+export type { ScheduledEngine, Scheduler, SchedulerLease, SchedulerSnapshot } from './scheduler.js';
 export { type RolloutTokenizer, singleTokenId } from './tokenizer.js';
 export { type ParsedToolCall, parseToolCall, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from './tool-call-parser.js';
 export { formatToolOutcome } from './tool-response.js';

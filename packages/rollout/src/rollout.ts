@@ -3,7 +3,7 @@ import { type AgentLoopContext, runTrajectory } from './agent-loop.js';
 import { type ChatFormat, createChatFormat } from './chat-format.js';
 import { type AgentLoopConfigInput, AgentLoopConfigSchema } from './config.js';
 import type { EngineAdapter } from './engine-adapter.js';
-import type { Scheduler } from './scheduler/scheduler.js';
+import type { Scheduler } from './scheduler.js';
 import type { RolloutTokenizer } from './tokenizer.js';
 import type { ToolRegistry } from './tools.js';
 

@@ -78,12 +78,6 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
       `--device ${cfg.device} with ${comm.size} ranks needs NCCL/RCCL gradients, which are planned; data-parallel ranks train on the cpu device today`,
     );
   }
-  if (comm.size > 1 && cfg.engine.url) {
-    throw new TrainerError(
-      'USAGE',
-      `--engine with ${comm.size} ranks is planned (rank 0 would drive the servers and scatter the trajectories); run the remote-engine setup as one process, or drop --engine to roll out on every rank`,
-    );
-  }
   if (args.flags['print-config']) {
     if (lead) process.stdout.write(`${JSON.stringify(cfg, null, 2)}\n`);
     comm.finalize();

@@ -271,6 +271,25 @@ export const EngineConfigSchema = z
   })
   .describe('where rollouts are generated');
 
+export const ParallelConfigSchema = z
+  .strictObject({
+    bucketMb: z
+      .number()
+      .positive()
+      .max(4096)
+      .default(25)
+      .describe(
+        "MiB of float64 gradient accumulator per all-reduce bucket under mpirun (PyTorch DDP's 25 by default); a larger parameter gets a bucket of its own",
+      ),
+    overlap: z
+      .boolean()
+      .default(true)
+      .describe(
+        "start each bucket's all-reduce on MPI's comm thread as soon as the last micro-batch's backward has finished it (CPU ranks); false: one blocking all-reduce after the backward",
+      ),
+  })
+  .describe('data-parallel gradients under mpirun (no effect in a single process)');
+
 export const TrainConfigSchema = z
   .strictObject({
     name: z
@@ -309,6 +328,7 @@ export const TrainConfigSchema = z
     eval: EvalConfigSchema.prefault({}),
     executor: ExecutorConfigSchema.prefault({}),
     engine: EngineConfigSchema.prefault({}),
+    parallel: ParallelConfigSchema.prefault({}),
   })
   .superRefine((cfg, ctx) => {
     if (cfg.precision === 'bf16' && cfg.device === 'cpu') {

@@ -22,11 +22,3 @@ export function buildPrompt(problem: Problem, systemPrompt: string | null): Chat
 export function toolCallText(code: string): string {
   return `<tool_call>${JSON.stringify({ name: 'python', arguments: { code } })}</tool_call>`;
 }
-
-/** Renders a chat in ChatML, the template of Qwen-family models (and of the tiny model's tokenizer). */
-export function renderChatML(messages: readonly ChatMessage[], addGenerationPrompt: boolean): string {
-  let out = '';
-  for (const m of messages) out += `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`;
-  if (addGenerationPrompt) out += '<|im_start|>assistant\n';
-  return out;
-}

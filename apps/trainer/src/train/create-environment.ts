@@ -1,13 +1,14 @@
 import { join } from 'node:path';
 import { createGenerator, deviceUnavailableReason, setEngineThreads } from '@agentrl/engine';
+import { createNativeAdapter } from '@agentrl/engine-adapters';
 import { createExecutor, type Executor } from '@agentrl/executor';
 import { verify as mathVerify } from '@agentrl/math-verify';
+import { createCommunicator } from '@agentrl/parallel';
 import {
   CHATML_TEMPLATE,
   type ChatFormat,
   createChatFormat,
   createChatFormatForTokenizer,
-  createNativeAdapter,
   createPythonTool,
   createToolRegistry,
   type EngineAdapter,
@@ -15,6 +16,7 @@ import {
 } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
+import { leadRollsOut } from './distributed-rollout.js';
 import type { Environment } from './environment.js';
 import { NativeTrainer } from './native-policy.js';
 import { createTrainerLogprobScorer } from './on-policy.js';
@@ -66,7 +68,11 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
       createPythonTool(executor, { name: PYTHON_TOOL_NAME, timeoutMs: cfg.executor.timeoutMs }),
     ]);
     const chatFormat = chatFormatFor(cfg, runTokenizer, tools);
-    const remote = cfg.engine.url ? await connectRemoteEngines(cfg, tokenizer, opts.log) : [];
+    // With --engine under mpirun, rank 0 alone talks to the servers (distributed-rollout.ts): the
+    // other ranks open no connection and keep the in-process engine, which they never roll out on.
+    const comm = createCommunicator();
+    const follower = cfg.engine.url && trainable && leadRollsOut(cfg, comm) && comm.rank !== 0;
+    const remote = cfg.engine.url && !follower ? await connectRemoteEngines(cfg, tokenizer, opts.log) : [];
     // A trainable run writes the policy for the servers after every update: check where first.
     const weightsDir = remote.length && trainable ? weightsDirFor(cfg, opts.runRoot ?? null) : null;
     let synced: number | null = null;
@@ -101,7 +107,7 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
       tools,
       executor,
       verify,
-      remote: remote.length > 0,
+      remote: remote.length > 0 || Boolean(follower),
       async syncWeights(version: number) {
         // In-process engines share the policy's weights: nothing to send.
         if (!policy || weightsDir === null || synced === version) return;

@@ -13,10 +13,11 @@ import {
 } from '@agentrl/engine';
 import type { MicroBatch } from '@agentrl/grpo';
 import { fusedLinearPolicyLoss, nativePolicyLossConfig, parsePolicyLossConfig } from '@agentrl/kernels';
-import { createCommunicator, runMicroBatches } from '@agentrl/parallel';
+import { createCommunicator, DistError, DistErrorCode, runMicroBatches } from '@agentrl/parallel';
 import { hashSeed } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
+import { type StepTotals, stepTotals } from './distributed-rollout.js';
 import { maxAbsDiffMasked } from './on-policy.js';
 import type { MaskedSequence, PolicyLossOptions, PolicyStepMetrics, TrainablePolicy } from './policy.js';
 import { assertTokenizerFits, copyTokenizerFiles, type RunTokenizer } from './tokenizer-source.js';
@@ -158,7 +159,13 @@ export class NativeTrainer implements TrainablePolicy {
     const targets = batch.reduce((n, s) => n + countTargets(s.lossMask), 0);
     const groups = chunkByTokens(batch, this.cfg.rl.microBatchTokens);
     const rows = runMicroBatches(
-      { comm: createCommunicator(), model: this.model, count: groups.length, width: 1 },
+      {
+        comm: createCommunicator(),
+        model: this.model,
+        count: groups.length,
+        width: 1,
+        reduce: this.reduceOptions,
+      },
       (i) => {
         const group = groups[i]!;
         const packed = packSequences(group.map((s) => s.tokenIds));
@@ -183,12 +190,17 @@ export class NativeTrainer implements TrainablePolicy {
    * hidden-state gradient crossing to the host). Under mpirun every rank holds the same
    * micro-batches (advantages and RoC were decided per group before), runs micro-batches
    * i % size === rank normalised by the global token count, and the gradients are all-reduced, so
-   * the update is the single-process one (@agentrl/parallel; CPU models only).
+   * the update is the single-process one (@agentrl/parallel; CPU models only). With `--engine` a
+   * rank holds only its own micro-batches (holes elsewhere) and `totals` gives the step's normalisers.
    */
-  policyStep(microBatches: readonly MicroBatch[], opts: PolicyLossOptions): PolicyStepMetrics {
+  policyStep(
+    microBatches: readonly (MicroBatch | undefined)[],
+    opts: PolicyLossOptions,
+    totals?: StepTotals,
+  ): PolicyStepMetrics {
     const optimizer = this.optimizer;
-    const shifted = microBatches.map(shiftForNextToken);
-    const tokenCount = shifted.reduce((n, s) => n + s.count, 0);
+    const shifted = microBatches.map((mb) => mb && shiftForNextToken(mb));
+    const { tokenCount, seqCount } = totals ?? stepTotals(microBatches as MicroBatch[]);
     const lossOptions = {
       temperature: opts.temperature,
       clipLow: opts.clipLow,
@@ -196,16 +208,22 @@ export class NativeTrainer implements TrainablePolicy {
       dualClip: opts.dualClip,
       aggregation: opts.aggregation,
       tokenCount,
-      seqCount: microBatches.reduce((n, b) => n + b.cuSeqlens.length - 1, 0),
+      seqCount,
       horizon: this.cfg.rl.stages.reduce((m, st) => Math.max(m, st.maxResponseTokens), 1),
     };
     const lossOf = this.model.device === 'cpu' ? this.hostLoss(lossOptions) : this.deviceLoss(lossOptions);
+    const reduce = this.reduceOptions;
     // per micro-batch: loss, clipFracLow, clipFracHigh, approxKl (token-weighted), logprob max |diff|
     const rows = runMicroBatches(
-      { comm: createCommunicator(), model: this.model, count: microBatches.length, width: 5 },
+      { comm: createCommunicator(), model: this.model, count: microBatches.length, width: 5, reduce },
       (i) => {
-        const mb = microBatches[i]!;
-        const s = shifted[i]!;
+        const mb = microBatches[i];
+        const s = shifted[i];
+        if (!mb || !s)
+          throw new DistError(
+            DistErrorCode.MISMATCH,
+            `micro-batch ${i} of ${microBatches.length} is not on this rank, but runMicroBatches gives it to this rank; rank 0 must deal micro-batch i to rank i % size`,
+          );
         if (s.count === 0) return undefined;
         const r = lossOf(mb, s);
         const diff = maxAbsDiffMasked(s.oldLogprobs, r.logprobs, s.lossMask);
@@ -224,6 +242,12 @@ export class NativeTrainer implements TrainablePolicy {
     }
     const step = optimizer.step();
     return { loss, gradNorm: step.gradNorm, trainTokens: tokenCount, lr: step.lr, ...acc };
+  }
+
+  /** Buckets and overlap of the data-parallel gradient all-reduce (config `parallel`). */
+  private get reduceOptions() {
+    const p = this.cfg.parallel;
+    return { bucketBytes: Math.round(p.bucketMb * 1024 * 1024), overlap: p.overlap };
   }
 
   /** The CPU micro-batch loss: forward, fused-linear loss on the host, backward. */

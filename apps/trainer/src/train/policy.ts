@@ -39,8 +39,14 @@ export interface TrainablePolicy {
   /**
    * One GRPO policy update through the fused-linear loss kernel: every micro-batch (packed by
    * @agentrl/grpo) accumulates into one optimizer step; token-mean counts the loss tokens of all.
+   * Under mpirun with --engine a rank gets only micro-batch i with i % size === rank (holes elsewhere).
    */
-  policyStep(microBatches: readonly MicroBatch[], opts: PolicyLossOptions): PolicyStepMetrics;
+  policyStep(
+    microBatches: readonly (MicroBatch | undefined)[],
+    opts: PolicyLossOptions,
+    /** The step's normalisers when this rank holds only its share (undefined: count them here). */
+    totals?: { tokenCount: number; seqCount: number },
+  ): PolicyStepMetrics;
   /** Writes model.safetensors + config.json (an HF checkpoint) and the optimizer state into `dir`. */
   save(dir: string): Promise<void>;
 }

@@ -1,10 +1,5 @@
-import {
-  connectEngines,
-  type RemoteEngine,
-  type RolloutTokenizer,
-  syncEngineWeights,
-  withRetry,
-} from '@agentrl/rollout';
+import { connectEngines, type RemoteEngine, syncEngineWeights, withRetry } from '@agentrl/engine-adapters';
+import type { RolloutTokenizer } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import { replaceDir } from '../run/replace-dir.js';

@@ -11,6 +11,7 @@ import { hashSeed } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
 import { buildPrompt } from '../task/chat-format.js';
 import type { Problem } from '../task/problem.js';
+import { leadRollsOut, type SharedStep, shareStep, stepTotals } from './distributed-rollout.js';
 import { withoutEngineFailures } from './engine-failures.js';
 import type { TrainablePolicy } from './policy.js';
 import { rewardModeOf, scoreGroups, type Verify } from './reward.js';
@@ -52,8 +53,12 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
   // in prompt order, so every rank goes on with the whole batch. Trajectory k of prompt p is seeded
   // seed + (p * perPrompt + k) * 1_000_003 by the rollout: offsetting the seed by the block's start
   // gives every trajectory the seed it has in a single process.
+  // With --engine, rank 0 alone rolls the whole step out on the servers and the others train on
+  // the micro-batches it deals them (distributed-rollout.ts).
   const comm = createCommunicator();
-  const [start, end] = shardRange(input.problems.length, comm);
+  const leadOnly = leadRollsOut(cfg, comm);
+  if (leadOnly && comm.rank !== 0) return trainShare(input, shareStep(comm, undefined));
+  const [start, end] = leadOnly ? [0, input.problems.length] : shardRange(input.problems.length, comm);
   const rollout = input.factory.make({
     maxResponseTokens: input.maxResponseTokens,
     maxTurnTokens: rl.maxTurnTokens,
@@ -71,7 +76,7 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
     // The weights that sample this step are the result of step - 1 updates.
     { policyVersion: step - 1 },
   );
-  const groups = comm.size > 1 ? allgatherJson(comm, mine).flat() : mine;
+  const groups = comm.size > 1 && !leadOnly ? allgatherJson(comm, mine).flat() : mine;
   const tGenerate = (performance.now() - t0) / 1000;
   scoreGroups(groups, (id) => byId.get(id)!.answer, input.verify, rewardModeOf(cfg.task));
   const sampled = groups.flatMap((g) => g.trajectories);
@@ -88,37 +93,10 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
   });
   const kept = roc.groups.flatMap((g) => g.trajectories);
 
-  const t1 = performance.now();
-  let policy = {
-    loss: 0,
-    gradNorm: 0,
-    lr: 0,
-    clipFracLow: 0,
-    clipFracHigh: 0,
-    approxKl: 0,
-    trainTokens: 0,
-    rolloutTrainLogprobMaxAbsDiff: 0,
-  };
-  if (kept.length > 0) {
-    const advantages = computeGroupAdvantages(roc.groups, { normalizeStd: rl.normalizeStd });
-    const microBatches = packMicroBatches(roc.groups, advantages, {
-      maxTokensPerMicroBatch: rl.microBatchTokens,
-    });
-    policy = input.policy.policyStep(microBatches, {
-      clipLow: rl.clipLow,
-      clipHigh: rl.clipHigh,
-      dualClip: rl.dualClip,
-      aggregation: rl.aggregation,
-      temperature: rl.temperature,
-    });
-  }
-  const tTrain = (performance.now() - t1) / 1000;
-
   const generated = sampled.reduce((s, t) => s + t.lossMask.reduce<number>((a, b) => a + b, 0), 0);
   const toolSeconds =
     sampled.reduce((s, t) => s + t.toolCalls.reduce((a, c) => a + c.outcome.wallMs, 0), 0) / 1000;
   const metrics: Record<string, number> = {
-    lr: policy.lr,
     reward: mean(sampled.map((t) => t.reward ?? 0)),
     accuracy: mean(groups.map((g) => mean(g.trajectories.map((t) => t.reward ?? 0)))),
     posToolErrorBefore: positiveToolErrorRatio(sampled),
@@ -132,17 +110,9 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
     toolCallsPerTrajectory: mean(sampled.map((t) => t.toolCalls.length)),
     groupsKept: roc.groups.length,
     trajectoriesKept: kept.length,
-    loss: policy.loss,
-    gradNorm: policy.gradNorm,
-    clipFracLow: policy.clipFracLow,
-    clipFracHigh: policy.clipFracHigh,
-    approxKl: policy.approxKl,
-    rolloutTrainLogprobMaxAbsDiff: policy.rolloutTrainLogprobMaxAbsDiff,
-    trainTokens: policy.trainTokens,
     tokensPerSec: generated / Math.max(1e-9, tGenerate),
     timeGenerate: tGenerate,
     timeTool: toolSeconds,
-    timeTrain: tTrain,
   };
   if (input.remote || usable.failed) {
     metrics.engineFailedTrajectories = usable.failed;
@@ -155,7 +125,84 @@ export async function rlStep(input: RlStepInput): Promise<RlStepOutput> {
   const notSolvedAll: string[] = [];
   for (const g of groups)
     (g.trajectories.every((t) => t.reward === 1) ? solvedAll : notSolvedAll).push(g.promptId);
-  return { metrics, solvedAll, notSolvedAll };
+
+  const microBatches =
+    kept.length > 0
+      ? packMicroBatches(roc.groups, computeGroupAdvantages(roc.groups, { normalizeStd: rl.normalizeStd }), {
+          maxTokensPerMicroBatch: rl.microBatchTokens,
+        })
+      : [];
+  const header = {
+    metrics,
+    solvedAll,
+    notSolvedAll,
+    count: microBatches.length,
+    totals: stepTotals(microBatches),
+  };
+  return trainShare(input, leadOnly ? shareStep(comm, { header, microBatches }) : { header, microBatches });
+}
+
+/**
+ * The update of a step whose rollouts are done: this rank's share of the micro-batches (all of them
+ * in a single process), one optimizer step, and the step's metrics (rollout side from the header).
+ */
+function trainShare(input: RlStepInput, { header, microBatches }: SharedStep): RlStepOutput {
+  const rl = input.cfg.rl;
+  const t1 = performance.now();
+  let policy = {
+    loss: 0,
+    gradNorm: 0,
+    lr: 0,
+    clipFracLow: 0,
+    clipFracHigh: 0,
+    approxKl: 0,
+    trainTokens: 0,
+    rolloutTrainLogprobMaxAbsDiff: 0,
+  };
+  if (header.count > 0) {
+    policy = input.policy.policyStep(
+      microBatches,
+      {
+        clipLow: rl.clipLow,
+        clipHigh: rl.clipHigh,
+        dualClip: rl.dualClip,
+        aggregation: rl.aggregation,
+        temperature: rl.temperature,
+      },
+      header.totals,
+    );
+  }
+  const tTrain = (performance.now() - t1) / 1000;
+  const {
+    policyVersion,
+    engineFailedTrajectories,
+    stalePolicyTrajectories,
+    tokensPerSec,
+    timeGenerate,
+    timeTool,
+    ...rollout
+  } = header.metrics;
+  const metrics: Record<string, number> = {
+    lr: policy.lr,
+    ...rollout,
+    loss: policy.loss,
+    gradNorm: policy.gradNorm,
+    clipFracLow: policy.clipFracLow,
+    clipFracHigh: policy.clipFracHigh,
+    approxKl: policy.approxKl,
+    rolloutTrainLogprobMaxAbsDiff: policy.rolloutTrainLogprobMaxAbsDiff,
+    trainTokens: policy.trainTokens,
+    tokensPerSec: tokensPerSec as number,
+    timeGenerate: timeGenerate as number,
+    timeTool: timeTool as number,
+    timeTrain: tTrain,
+  };
+  if (policyVersion !== undefined) {
+    metrics.engineFailedTrajectories = engineFailedTrajectories as number;
+    metrics.policyVersion = policyVersion;
+    metrics.stalePolicyTrajectories = stalePolicyTrajectories as number;
+  }
+  return { metrics, solvedAll: header.solvedAll, notSolvedAll: header.notSolvedAll };
 }
 
 function responseLength(t: Trajectory): number {

@@ -1,6 +1,5 @@
 import {
   type ChatFormat,
-  createEngineScheduler,
   createRollout,
   type EngineAdapter,
   type Rollout,
@@ -8,6 +7,7 @@ import {
   type Scheduler,
   type ToolRegistry,
 } from '@agentrl/rollout';
+import { createEngineScheduler } from '@agentrl/scheduler';
 import type { TrainConfig } from '../config/schema.js';
 import type { Environment } from './environment.js';
 

@@ -2,9 +2,40 @@ import { Template } from '@huggingface/jinja';
 import { EngineError } from '../errors.js';
 import type { Tokenizer } from './types.js';
 
-/** ChatML (Qwen style) without tools: what the char tokenizer renders by default. */
-export const CHATML_TEMPLATE =
-  "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+// The one ChatML of agentrl, in two layouts that share the turn markup below.
+const CHATML_TURN = '<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n';
+const CHATML_GENERATION_PROMPT = '{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}';
+
+/**
+ * ChatML (Qwen style) without a tool list, whatever `tools` says: what the char tokenizer renders by
+ * default, since a char-level model pays for every character of a prompt in every rollout.
+ */
+export const CHATML_TEMPLATE = `{%- for message in messages %}${CHATML_TURN}{% endfor %}${CHATML_GENERATION_PROMPT}`;
+
+/**
+ * ChatML as Qwen2.5 writes it, with the Hermes tool list in the system turn when `tools` are given
+ * (without tools it renders what CHATML_TEMPLATE does). @agentrl/rollout's `createChatFormat` uses it
+ * when the model brings no template of its own; a model's `chat_template` replaces it.
+ */
+export const CHATML_TOOLS_TEMPLATE = `{%- if tools %}<|im_start|>system
+{% if messages[0].role == 'system' %}{{ messages[0].content }}
+
+{% endif %}# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>{% for tool in tools %}
+{{ tool | tojson }}{% endfor %}
+</tools>
+
+For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call><|im_end|>
+{% elif messages[0].role == 'system' %}<|im_start|>system
+{{ messages[0].content }}<|im_end|>
+{% endif %}{%- for message in messages %}{%- if not (message.role == 'system' and loop.first) %}${CHATML_TURN}{% endif %}{%- endfor %}${CHATML_GENERATION_PROMPT}`;
 
 /** A message as chat templates read it: `content` may be null next to `tool_calls` (OpenAI shape). */
 export interface TemplateMessage {
