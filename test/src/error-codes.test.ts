@@ -8,6 +8,8 @@ import { KernelError, KernelErrorCode } from '@agentrl/kernels';
 import { MathVerifyError, MathVerifyErrorCode } from '@agentrl/math-verify';
 import { DistError, DistErrorCode } from '@agentrl/parallel';
 import { AgentrlError, describeErrorCode, isAgentrlError } from '@agentrl/protocol';
+import { RolloutErrorCode } from '@agentrl/rollout';
+import { SchedulerErrorCode } from '@agentrl/scheduler';
 import { TrainerError, TrainerErrorCode } from 'agentrl';
 import { describe, expect, it } from 'vitest';
 
@@ -28,7 +30,12 @@ const PACKAGES: [string, Readonly<Record<string, string>>, Ctor][] = [
 describe('error codes across packages', () => {
   it('carry their package prefix, are described, and never collide', () => {
     const seen = new Map<string, string>();
-    for (const [prefix, table] of PACKAGES) {
+    const tables: [string, Readonly<Record<string, string>>][] = [
+      ...PACKAGES.map(([prefix, table]) => [prefix, table] as [string, Readonly<Record<string, string>>]),
+      ['ROLLOUT', RolloutErrorCode],
+      ['SCHEDULER', SchedulerErrorCode],
+    ];
+    for (const [prefix, table] of tables) {
       for (const [key, code] of Object.entries(table)) {
         expect(code).toBe(`${prefix}_${key}`);
         expect(describeErrorCode(code), code).toBeTruthy();
