@@ -1,25 +1,30 @@
-/** Error codes of the trainer; callers branch on `code`, people read `message`. */
-export const TRAINER_ERROR_CODES = {
-  CONFIG_INVALID: 'CONFIG_INVALID',
-  CONFIG_FILE: 'CONFIG_FILE',
-  USAGE: 'USAGE',
-  PYTHON_MISSING: 'PYTHON_MISSING',
-  EXECUTOR_UNREACHABLE: 'EXECUTOR_UNREACHABLE',
-  ENGINE_UNREACHABLE: 'ENGINE_UNREACHABLE',
-  DATASET: 'DATASET',
-  RUN_DIR: 'RUN_DIR',
-  CHECKPOINT: 'CHECKPOINT',
-  DEPENDENCY: 'DEPENDENCY',
-} as const;
-export type TrainerErrorCode = keyof typeof TRAINER_ERROR_CODES;
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
+
+/** Error codes of the trainer (`TRAINER_*`); callers branch on `code`, people read `message`. */
+export const TrainerErrorCode = defineErrorCodes('TRAINER', {
+  CONFIG_INVALID: 'a config value, preset or flag combination is invalid (exit status 2)',
+  CONFIG_FILE: 'the --config file cannot be read or parsed (exit status 2)',
+  USAGE: 'the command line is malformed: unknown flag, missing value (exit status 2)',
+  PYTHON_MISSING: 'no python3 to run the tool calls in',
+  EXECUTOR_UNREACHABLE: 'the --executor server or Redis did not answer',
+  ENGINE_UNREACHABLE: 'the rollout engines failed (weight sync, or too many trajectories of a step)',
+  DATASET: 'a dataset or SFT file is missing, unreadable or has no usable rows',
+  RUN_DIR: 'the run directory exists, is not a run, or cannot be written',
+  CHECKPOINT: 'a checkpoint (weights, tokenizer, trainer state) is missing, unreadable or of another run',
+  DEPENDENCY: 'the chosen --device cannot run here (no GPU, driver or backend library)',
+});
+export type TrainerErrorCode = ErrorCodeOf<typeof TrainerErrorCode>;
 
 /** The one error class of the trainer. Messages say what was wrong and what to do. */
-export class TrainerError extends Error {
-  override readonly name = 'TrainerError';
-  readonly code: TrainerErrorCode;
+export class TrainerError extends errorClass('TrainerError', TrainerErrorCode) {}
 
-  constructor(code: TrainerErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
+const CALLED_WRONG: readonly string[] = [
+  TrainerErrorCode.USAGE,
+  TrainerErrorCode.CONFIG_INVALID,
+  TrainerErrorCode.CONFIG_FILE,
+];
+
+/** The CLI's exit status for a trainer error: 2 when the command was called wrong (usage, config), else 1. */
+export function exitStatusOf(err: TrainerError): 1 | 2 {
+  return CALLED_WRONG.includes(err.code) ? 2 : 1;
 }

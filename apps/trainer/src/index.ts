@@ -1,3 +1,4 @@
+export { hashSeed, Rng } from '@agentrl/protocol';
 export { parseArgs } from './cli/args.js';
 export { main } from './cli/main.js';
 export { type ConfigSources, parseConfig, resolveConfig } from './config/load.js';
@@ -6,9 +7,8 @@ export { DEFAULT_PRESET, PRESET_NAMES, PRESETS, type PresetName } from './config
 export { type RlStage, type TrainConfig, type TrainConfigInput, TrainConfigSchema } from './config/schema.js';
 export { type LoadedDataset, loadDatasetFiles } from './data/dataset.js';
 export { normalizePrompt, rowToProblem, stripDapoInstruction } from './data/rows.js';
-export { TRAINER_ERROR_CODES, TrainerError, type TrainerErrorCode } from './errors.js';
+export { TrainerError, TrainerErrorCode } from './errors.js';
 export { type EvalOptions, type EvalResult, evaluate } from './eval/evaluate.js';
-export { hashSeed, Rng } from './rng.js';
 export { MetricsLog, type MetricsRecord, readMetrics, withoutTiming } from './run/metrics-log.js';
 export { type ReportRun, renderReport } from './run/report.js';
 export { RunDir } from './run/run-dir.js';

@@ -184,14 +184,14 @@ export function bindingForDevice(options: DeviceOptions = {}): EngineBinding | D
   const why = deviceUnavailableReason(device);
   if (why !== undefined) {
     throw new EngineError(
-      'NATIVE',
+      'NATIVE_FAILURE',
       `device '${device}' cannot run the engine here: ${why}. Use device: 'cpu', or run on a machine with the GPU and its driver`,
     );
   }
   const gpu = loadNative().engineGpu as EngineGpuBinding | undefined;
   if (!gpu) {
     throw new EngineError(
-      'NATIVE',
+      'NATIVE_FAILURE',
       'the native addon has no "engineGpu" component; rebuild it: pnpm --filter @agentrl/native build',
     );
   }
@@ -278,7 +278,10 @@ function wrapGpu(
     // logits across batch sizes hold only on the fallback GEMM (AGENTRL_GPU_GEMM=fallback).
     extendInvariant: (h, caches, tokens, counts, logits, hidden) => {
       if (hidden !== undefined) {
-        throw new EngineError('NATIVE', `extendInvariant's hidden output is not available on ${device} yet`);
+        throw new EngineError(
+          'NATIVE_FAILURE',
+          `extendInvariant's hidden output is not available on ${device} yet`,
+        );
       }
       onDevice(h, false, () => gpu.extend(h, caches, tokens, counts, logits));
     },
@@ -298,7 +301,10 @@ export function isDeviceBinding(binding: EngineBinding): binding is DeviceEngine
 
 function deviceBindingOf(model: Model, what: string): DeviceEngineBinding {
   if (!isDeviceBinding(model.native)) {
-    throw new EngineError('NATIVE', `${what} runs on a cuda or rocm model; this model is on ${model.device}`);
+    throw new EngineError(
+      'NATIVE_FAILURE',
+      `${what} runs on a cuda or rocm model; this model is on ${model.device}`,
+    );
   }
   return model.native;
 }

@@ -167,7 +167,7 @@ export class Model {
   lmHeadWeight(): Float32Array {
     this.native.beforeHostAccess?.(this.handle);
     const p = this.byName.get(this.shape.tied ? 'model.embed_tokens.weight' : 'lm_head.weight');
-    if (!p) throw new EngineError('NATIVE', 'lm_head weight missing from the layout');
+    if (!p) throw new EngineError('NATIVE_FAILURE', 'lm_head weight missing from the layout');
     return p.data;
   }
 
@@ -179,7 +179,7 @@ export class Model {
   lmHeadGrad(): Float32Array {
     this.native.beforeHostAccess?.(this.handle);
     const p = this.byName.get(this.shape.tied ? 'model.embed_tokens.weight' : 'lm_head.weight');
-    if (!p) throw new EngineError('NATIVE', 'lm_head weight missing from the layout');
+    if (!p) throw new EngineError('NATIVE_FAILURE', 'lm_head weight missing from the layout');
     this.requireTraining('lmHeadGrad');
     return p.grad;
   }

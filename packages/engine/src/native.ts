@@ -96,7 +96,7 @@ export function engineBinding(): EngineBinding {
   const engine = addon.engine as EngineBinding | undefined;
   if (!engine) {
     throw new EngineError(
-      'NATIVE',
+      'NATIVE_FAILURE',
       `the native addon has no "engine" component (it has: ${addon.modules().join(', ')}); rebuild it: pnpm --filter @agentrl/native build`,
     );
   }

@@ -1,6 +1,7 @@
+import { hashSeed, Rng } from '@agentrl/protocol';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { requestSeed, sampleToken } from './sampling.js';
+import { createRng, requestSeed, sampleToken } from './sampling.js';
 import { sampleTokenReference } from './sampling-reference.js';
 
 /** Logits of one of four shapes: peaked, flat (random init), many exact ties, a few huge outliers. */
@@ -11,13 +12,9 @@ const logitsArb = fc
     seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
   })
   .map(({ V, kind, seed }) => {
-    let s = seed >>> 0;
-    const next = () => {
-      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-      return s / 2 ** 32;
-    };
+    const rng = Rng.seeded(seed);
     return Float32Array.from({ length: V }, () => {
-      const u = next();
+      const u = rng.next();
       if (kind === 'peaked') return 12 * u ** 6;
       if (kind === 'flat') return 0.02 * (u - 0.5);
       if (kind === 'ties') return Math.floor(u * 4);
@@ -71,5 +68,12 @@ describe('sampleToken', () => {
       requestSeed(1, 'traj-3', 41),
     ]);
     expect(seeds.size).toBe(4);
+  });
+
+  it("draws a request's stream from protocol's Rng (the one PRNG), seeded by hashSeed", () => {
+    expect(requestSeed(1, 'traj-3', 40)).toBe(hashSeed(1, 'traj-3', 40));
+    const random = createRng(requestSeed(1, 'traj-3', 40));
+    const same = Rng.seeded(hashSeed(1, 'traj-3', 40));
+    expect(Array.from({ length: 6 }, random)).toEqual(Array.from({ length: 6 }, () => same.next()));
   });
 });

@@ -1,15 +1,9 @@
-import type { SamplingParams } from '@agentrl/protocol';
+import { hashSeed, Rng, type SamplingParams } from '@agentrl/protocol';
 
-/** A small seeded PRNG (splitmix32 → mulberry32 family): uniform floats in [0, 1). */
+/** One request's uniform draws in [0, 1) for `sampleToken`: protocol's sfc32 `Rng` seeded by `seed`. */
 export function createRng(seed: number): () => number {
-  let s = (seed ^ 0x9e3779b9) >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = Rng.seeded(seed);
+  return () => rng.next();
 }
 
 /**
@@ -17,10 +11,7 @@ export function createRng(seed: number): () => number {
  * token count (which grows every turn): independent of the order requests arrive in or are batched.
  */
 export function requestSeed(base: number, key: string, position: number): number {
-  let h = (0x811c9dc5 ^ base) >>> 0;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193) >>> 0;
-  h = Math.imul(h ^ position, 0x01000193) >>> 0;
-  return Math.imul(h ^ (h >>> 16), 0x45d9f3b) | 0;
+  return hashSeed(base, key, position);
 }
 
 export interface SampledToken {

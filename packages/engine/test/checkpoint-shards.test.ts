@@ -75,7 +75,7 @@ describe('sharding as transformers save_pretrained does it', () => {
       Buffer.from(loaded.forwardLogits(batch).buffer).equals(Buffer.from(model.forwardLogits(batch).buffer)),
     ).toBe(true);
     await writeFile(join(dir, 'model.safetensors.index.json'), '{"weight_map": {"x": "../etc/passwd"}}');
-    await expect(loadModel(dir)).rejects.toMatchObject({ code: 'CHECKPOINT_NOT_FOUND' });
+    await expect(loadModel(dir)).rejects.toMatchObject({ code: 'ENGINE_CHECKPOINT_NOT_FOUND' });
   });
 });
 
@@ -155,7 +155,7 @@ describe('eval and serving models hold weights only', () => {
     const batch = packSequences([[1, 2, 3]]);
     expect(model.forwardLogits(batch).length).toBe(3 * 50);
     expect(() => model.sftLoss(batch, [1, 1, 1])).toThrow(/training: false.*enableTraining/);
-    expect(() => createAdamW(model)).toThrow(expect.objectContaining({ code: 'NOT_TRAINING' }));
+    expect(() => createAdamW(model)).toThrow(expect.objectContaining({ code: 'ENGINE_NOT_TRAINING' }));
     expect(() => model.native.backward(model.handle, new Float32Array(3 * 32), undefined)).toThrow(
       expect.objectContaining({ code: 'ENGINE_INVALID_ARGUMENT' }),
     );
@@ -232,6 +232,8 @@ describe('optimizer state', () => {
     await loadOptimizerState(third, legacy);
     expect(Buffer.from(third.state().v.buffer).equals(Buffer.from(s.v.buffer))).toBe(true);
     const wrong = createAdamW(createModel(tinyConfig({ hidden_size: 64 }), { seed: 5 }));
-    await expect(loadOptimizerState(wrong, dir)).rejects.toMatchObject({ code: 'CHECKPOINT_MISMATCH' });
+    await expect(loadOptimizerState(wrong, dir)).rejects.toMatchObject({
+      code: 'ENGINE_CHECKPOINT_MISMATCH',
+    });
   });
 });

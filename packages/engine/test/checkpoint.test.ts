@@ -73,7 +73,7 @@ describe('checkpoints', () => {
     const good = await readFile(join(dir, 'model.safetensors'));
     await truncate(join(dir, 'model.safetensors'), good.length - 10);
     await expect(loadModel(dir)).rejects.toMatchObject({
-      code: 'CHECKPOINT_TRUNCATED',
+      code: 'ENGINE_CHECKPOINT_TRUNCATED',
       message: expect.stringMatching(/truncated/),
     });
     await writeFile(join(dir, 'model.safetensors'), good);
@@ -84,34 +84,36 @@ describe('checkpoints', () => {
       JSON.stringify({ ...config, architectures: ['GPT2LMHeadModel'] }),
     );
     await expect(loadModel(dir)).rejects.toMatchObject({
-      code: 'UNSUPPORTED_ARCHITECTURE',
+      code: 'ENGINE_UNSUPPORTED_ARCHITECTURE',
       message: expect.stringMatching(/GPT2LMHeadModel.*supported/),
     });
 
     await writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, intermediate_size: 48 }));
     await expect(loadModel(dir)).rejects.toMatchObject({
-      code: 'CHECKPOINT_MISMATCH',
+      code: 'ENGINE_CHECKPOINT_MISMATCH',
       message: expect.stringMatching(/mlp\.down_proj\.weight has shape \[32, 64\].*implies \[32, 48\]/),
     });
 
     await writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, num_hidden_layers: 3 }));
     await expect(loadModel(dir)).rejects.toMatchObject({
-      code: 'CHECKPOINT_MISMATCH',
+      code: 'ENGINE_CHECKPOINT_MISMATCH',
       message: expect.stringMatching(/lacks .* model\.layers\.2\./),
     });
 
     await writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, num_hidden_layers: 1 }));
     await expect(loadModel(dir)).rejects.toMatchObject({
-      code: 'CHECKPOINT_MISMATCH',
+      code: 'ENGINE_CHECKPOINT_MISMATCH',
       message: expect.stringMatching(/model\.layers\.1\..* does not have/),
     });
 
     await writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, hidden_size: 'wide' }));
     await expect(loadModel(dir)).rejects.toMatchObject({
-      code: 'INVALID_CONFIG',
+      code: 'ENGINE_INVALID_CONFIG',
       message: expect.stringMatching(/hidden_size/),
     });
-    await expect(loadModel(join(root, 'nowhere'))).rejects.toMatchObject({ code: 'CHECKPOINT_NOT_FOUND' });
+    await expect(loadModel(join(root, 'nowhere'))).rejects.toMatchObject({
+      code: 'ENGINE_CHECKPOINT_NOT_FOUND',
+    });
   });
 
   it('optimizer state round-trips through optimizer.safetensors', async () => {

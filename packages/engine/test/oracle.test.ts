@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import type { ModelConfigInput } from '../src/config.js';
 import { createModel, type Model } from '../src/model.js';
+import { createRng } from '../src/sampling.js';
 import { referenceCrossEntropy, referenceForward, tf } from './tfjs-reference.js';
 
 await tf.setBackend('cpu');
@@ -44,20 +45,9 @@ const cases: Array<{ name: string; config: ModelConfigInput }> = [
   },
 ];
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Non-trivial norms and biases so their gradients and effects are exercised. */
 function perturb(model: Model, seed: number): void {
-  const r = rng(seed);
+  const r = createRng(seed);
   for (const p of model.parameters()) {
     if (p.shape.length === 1)
       for (let i = 0; i < p.data.length; i++)
@@ -135,7 +125,7 @@ describe('native engine vs an independent tfjs-core model', () => {
     perturb(model, 5);
     const batch = packSequences(sequences);
     const { hidden } = model.forwardHidden(batch, { recompute: true });
-    const r = rng(9);
+    const r = createRng(9);
     const dHidden = Float32Array.from({ length: hidden.length }, () => r() - 0.5);
     const { P, key } = variables(model);
     const R = tf.tensor2d(dHidden, [batch.tokenIds.length, model.shape.hidden]);

@@ -1,5 +1,5 @@
 import type { Limits } from './config.js';
-import { ExecutorError } from './errors.js';
+import { ExecutorError, ExecutorErrorCode } from './errors.js';
 import type { RawRequest, RawResult } from './fork-server.js';
 import type { RunRequest, RunResult } from './types.js';
 
@@ -48,14 +48,15 @@ export function toResult(raw: RawResult, latencyMs: number): RunResult {
   const { id: _id, errorCode, ...rest } = raw;
   const result: RunResult = { ...rest, latencyMs };
   if (raw.status === 'sandbox_error') {
-    result.error = { code: errorCode ?? 'WORKER_CRASHED', message: raw.stderr };
+    // the fork server names its reason by key ("KILLED"); results carry the full code
+    result.error = { code: ExecutorErrorCode[errorCode ?? 'WORKER_CRASHED'], message: raw.stderr };
   }
   return result;
 }
 
 /** A sandbox_error result for a call the infrastructure could not answer. */
 export function errorResult(error: ExecutorError | Error, latencyMs: number): RunResult {
-  const code = error instanceof ExecutorError ? error.code : 'TRANSPORT';
+  const code = error instanceof ExecutorError ? error.code : ExecutorErrorCode.TRANSPORT;
   return {
     status: 'sandbox_error',
     stdout: '',

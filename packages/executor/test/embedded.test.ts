@@ -118,7 +118,7 @@ describe('embedded pool: ordinary calls', () => {
       process.kill(lone.serverPids[0] as number, 'SIGKILL');
       const r = await running;
       expect(r.status).toBe('sandbox_error');
-      expect(r.error?.code).toBe('WORKER_CRASHED');
+      expect(r.error?.code).toBe('EXECUTOR_WORKER_CRASHED');
       expect(r.stderr).toMatch(/fork server exited/);
       expect(await lone.run({ code: 'print("back")' })).toMatchObject({ status: 'ok', stdout: 'back\n' });
     } finally {

@@ -127,7 +127,7 @@ describe('fault tolerance', () => {
     const lonely = new HttpExecutor({ url, retries: 2, retryBackoffMs: 20 });
     const failed = await lonely.runBatch([{ code: 'print(1)' }, { code: 'print(2)' }]);
     expectEachAnsweredOnce(failed, (i) => `${i + 1}\n`);
-    expect(failed.map((r) => r.error?.code)).toEqual(['TRANSPORT', 'TRANSPORT']);
+    expect(failed.map((r) => r.error?.code)).toEqual(['EXECUTOR_TRANSPORT', 'EXECUTOR_TRANSPORT']);
     await lonely.close();
     await client.close();
   }, 60_000);

@@ -151,7 +151,7 @@ describe('a call cannot reach the other calls of its fork server (issue 14, item
     process.kill(fresh[0] as number, 'SIGKILL'); // what the host's OOM killer or an operator would do
     const r = await call;
     expect(r).toMatchObject({ status: 'sandbox_error', signal: 'SIGKILL', stdout: 'up\n' });
-    expect(r.error?.code).toBe('KILLED');
+    expect(r.error?.code).toBe('EXECUTOR_KILLED');
     expect(r.stderr).toContain('killed by SIGKILL from outside its sandbox');
   });
 });

@@ -38,7 +38,7 @@ describe('distributed mode (Redis streams + consumer group)', () => {
         () => null,
         (e: unknown) => e as Error & { code?: string },
       );
-    expect(err?.code).toBe('TRANSPORT');
+    expect(err?.code).toBe('EXECUTOR_TRANSPORT');
     expect(err?.message).toMatch(/did not answer within 500 ms \(.*ECONNREFUSED.*\); start redis-server/);
     expect(Date.now() - started).toBeLessThan(3000);
   });
@@ -100,7 +100,7 @@ describe('distributed mode (Redis streams + consumer group)', () => {
     try {
       const r = await client.run({ code: 'print(1)', timeoutMs: 200 });
       expect(r.status).toBe('sandbox_error');
-      expect(r.error?.code).toBe('DEADLINE');
+      expect(r.error?.code).toBe('EXECUTOR_DEADLINE');
       expect(r.error?.message).toMatch(/no worker answered/);
     } finally {
       await client.close();
@@ -133,7 +133,7 @@ describe('distributed mode (Redis streams + consumer group)', () => {
       worker = await startWorker({ redis: redis.url, prefix, visibilityMs: 100, maxDeliveries: 5, pool });
       const r = await call;
       expect(r.status).toBe('sandbox_error');
-      expect(r.error?.code).toBe('WORKER_CRASHED');
+      expect(r.error?.code).toBe('EXECUTOR_WORKER_CRASHED');
       expect(r.error?.message).toMatch(/taken 5 times by workers that died/);
       expect(await client.run({ code: 'print("healthy")' })).toMatchObject({
         status: 'ok',
@@ -176,7 +176,7 @@ describe('distributed mode (Redis streams + consumer group)', () => {
     let worker: Worker | undefined;
     try {
       const r = await client.run({ code: 'print("too late")', timeoutMs: 200 });
-      expect(r.error?.code).toBe('DEADLINE');
+      expect(r.error?.code).toBe('EXECUTOR_DEADLINE');
       worker = await startWorker({ redis: redis.url, prefix, pool });
       await vi.waitFor(() => expect(worker?.skipped().expired).toBe(1), { timeout: 5000 });
       expect(worker.completed()).toBe(0);
@@ -227,7 +227,7 @@ describe('distributed mode (Redis streams + consumer group)', () => {
         { code: 'print(1)', timeoutMs: 200 },
         { code: 'print(2)', timeoutMs: 200 },
       ]);
-      expect(rs.map((r) => r.error?.code)).toEqual(['DEADLINE', 'DEADLINE']);
+      expect(rs.map((r) => r.error?.code)).toEqual(['EXECUTOR_DEADLINE', 'EXECUTOR_DEADLINE']);
       expect(rs[0]?.error?.message).toMatch(/no worker answered/); // the front end's answer, in time
       expect(Date.now() - t0).toBeLessThan(1700 + 2000);
       expect(await probe.xlen(`${prefix}jobs`)).toBe(2); // not one resent copy per client timeout

@@ -1,6 +1,6 @@
 import type { Group, Trajectory } from '@agentrl/protocol';
-import { isToolFailure } from '@agentrl/protocol';
-import { createRng, hashString, type RocConfig, rocQuotas } from '../src/index.js';
+import { fnv1a, isToolFailure, Rng } from '@agentrl/protocol';
+import { type RocConfig, rocQuotas } from '../src/index.js';
 
 /**
  * The straightforward implementation the benchmark measures against: same decisions and
@@ -20,7 +20,7 @@ export function naiveRocAndAdvantages(groups: Group[], cfg: RocConfig, eps = 1e-
     let kept: Trajectory[];
     if (ts.length === cfg.n) kept = ts;
     else {
-      const rng = createRng(cfg.seed, hashString(group.promptId));
+      const rng = Rng.seeded(cfg.seed, fnv1a(group.promptId));
       const scored = ts.map((t, index) => {
         const failed = t.toolCalls.filter(
           (c) => c.call === null || c.parseFailure !== null || isToolFailure(c.outcome),

@@ -97,13 +97,13 @@ export function broadcastPacked(
   const { lossMask: mask, cuSeqlens: cu } = layout;
   if (sequenceAdvantages.length !== cu.length - 1)
     throw new GrpoError(
-      GrpoErrorCode.InvalidInput,
+      GrpoErrorCode.INVALID_INPUT,
       `has ${sequenceAdvantages.length} entries for ${cu.length - 1} sequences`,
       { field: 'sequenceAdvantages' },
     );
   if (cu[cu.length - 1] !== mask.length)
     throw new GrpoError(
-      GrpoErrorCode.InvalidInput,
+      GrpoErrorCode.INVALID_INPUT,
       `ends at ${cu[cu.length - 1]}, the mask has ${mask.length} tokens`,
       {
         field: 'cuSeqlens',

@@ -123,5 +123,5 @@ export function parseConfig<S extends z.ZodType>(schema: S, input: unknown, pref
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   const path = [prefix, ...issue.path.map(String)].filter((s) => s !== '').join('.');
-  throw new GrpoError(GrpoErrorCode.InvalidConfig, issue.message, { field: path, cause: r.error });
+  throw new GrpoError(GrpoErrorCode.INVALID_CONFIG, issue.message, { field: path, cause: r.error });
 }

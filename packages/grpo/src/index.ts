@@ -41,7 +41,6 @@ export {
   toolErrorRatio,
 } from './penalty.js';
 export { type RocQuotas, rocQuotas } from './quotas.js';
-export { createRng, hashString, type Rng } from './rng.js';
 export { isPositive, type RocDecision, type RocFate, type RocResult, resampleOnCorrect } from './roc.js';
 export type { RocMetrics } from './roc-metrics.js';
 export { roundHalfEvenRatio } from './rounding.js';

@@ -31,31 +31,31 @@ export interface AggregationOptions {
 function check(layout: LossLayout, options: AggregationOptions, tokens: number): void {
   if (!LossAggregationModeSchema.safeParse(options.mode).success)
     throw new GrpoError(
-      GrpoErrorCode.InvalidConfig,
+      GrpoErrorCode.INVALID_CONFIG,
       `is "${options.mode}": use one of token-mean, seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm`,
       { field: 'mode' },
     );
   const cu = layout.cuSeqlens;
   if (cu.length < 1 || cu[0] !== 0 || cu[cu.length - 1] !== tokens)
     throw new GrpoError(
-      GrpoErrorCode.InvalidInput,
+      GrpoErrorCode.INVALID_INPUT,
       `must start at 0 and end at the ${tokens} tokens (got ${cu[0]} .. ${cu[cu.length - 1]})`,
       { field: 'cuSeqlens' },
     );
   for (let s = 1; s < cu.length; s++)
     if (cu[s]! < cu[s - 1]!)
-      throw new GrpoError(GrpoErrorCode.InvalidInput, `decreases at ${s} (${cu[s - 1]} then ${cu[s]})`, {
+      throw new GrpoError(GrpoErrorCode.INVALID_INPUT, `decreases at ${s} (${cu[s - 1]} then ${cu[s]})`, {
         field: 'cuSeqlens',
       });
   if (layout.lossMask.length !== tokens)
     throw new GrpoError(
-      GrpoErrorCode.InvalidInput,
+      GrpoErrorCode.INVALID_INPUT,
       `has ${layout.lossMask.length} entries, the loss has ${tokens}`,
       { field: 'lossMask' },
     );
   if (options.mode === 'seq-mean-token-sum-norm' && !(options.horizon! > 0))
     throw new GrpoError(
-      GrpoErrorCode.InvalidConfig,
+      GrpoErrorCode.INVALID_CONFIG,
       `is ${options.horizon}: seq-mean-token-sum-norm needs a positive constant horizon (the max response length)`,
       { field: 'horizon' },
     );
@@ -111,15 +111,17 @@ export function aggregateLoss(
 
 /**
  * d(aggregateLoss)/d(tokenLoss[i]) for every token: the weight the policy-loss kernels multiply
- * each token's loss gradient by. 0 on masked-out tokens. The aggregate is linear in the token
+ * each token's loss gradient by, in float64. 0 on masked-out tokens. The one TS source of these
+ * weights: @agentrl/kernels' reference and WebGPU backend call it, and its tests check the native
+ * kernels (native/src/kernels/token_math.h) against it. The aggregate is linear in the token
  * losses, so `aggregateLoss === Σ weights[i] * tokenLoss[i]` over masked tokens.
  */
-export function lossGradientWeights(layout: LossLayout, options: AggregationOptions): Float32Array {
+export function lossGradientWeights(layout: LossLayout, options: AggregationOptions): Float64Array {
   const tokens = layout.lossMask.length;
   check(layout, options, tokens);
   const { lossMask: mask, cuSeqlens: cu } = layout;
   const S = cu.length - 1;
-  const out = new Float32Array(tokens);
+  const out = new Float64Array(tokens);
   let count = 0;
   for (let i = 0; i < tokens; i++) if (mask[i] === 1) count++;
   const seqs = options.seqCount ?? S;

@@ -53,7 +53,7 @@ export function packMicroBatches(
   checkGroups(groups);
   if (advantages.length !== groups.length)
     throw new GrpoError(
-      GrpoErrorCode.InvalidInput,
+      GrpoErrorCode.INVALID_INPUT,
       `has ${advantages.length} entries for ${groups.length} groups`,
       {
         field: 'advantages',
@@ -63,7 +63,7 @@ export function packMicroBatches(
     const values = 'advantages' in a ? a.advantages : a;
     if (values.length !== groups[g]!.trajectories.length)
       throw new GrpoError(
-        GrpoErrorCode.InvalidInput,
+        GrpoErrorCode.INVALID_INPUT,
         `has ${values.length} values for ${groups[g]!.trajectories.length} trajectories`,
         { field: `advantages[${g}]` },
       );
@@ -76,7 +76,7 @@ export function packMicroBatches(
     const members = group.trajectories.map((t, i): [number, number] => {
       if (t.tokenIds.length > budget)
         throw new GrpoError(
-          GrpoErrorCode.OverBudget,
+          GrpoErrorCode.OVER_BUDGET,
           `has ${t.tokenIds.length} tokens, over the micro-batch budget of ${budget}: raise maxTokensPerMicroBatch or lower the max response length`,
           { field: `groups[${g}].trajectories[${i}].tokenIds` },
         );
@@ -86,7 +86,7 @@ export function packMicroBatches(
       const tokens = group.trajectories.reduce((n, t) => n + t.tokenIds.length, 0);
       if (tokens > budget)
         throw new GrpoError(
-          GrpoErrorCode.OverBudget,
+          GrpoErrorCode.OVER_BUDGET,
           `has ${tokens} tokens, over the micro-batch budget of ${budget}: raise maxTokensPerMicroBatch or set keepGroupsWhole: false`,
           { field: `groups[${g}]` },
         );

@@ -38,7 +38,7 @@ export function rocQuotas(
 ): RocQuotas {
   if (minPositive + minNegative > n)
     throw new GrpoError(
-      GrpoErrorCode.InvalidConfig,
+      GrpoErrorCode.INVALID_CONFIG,
       `is ${minPositive} + ${minNegative}, more than n = ${n}: lower the minimums`,
       { field: 'minPositive + minNegative' },
     );

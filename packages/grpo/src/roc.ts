@@ -1,8 +1,7 @@
-import type { Group, Trajectory } from '@agentrl/protocol';
+import { fnv1a, type Group, Rng, type Trajectory } from '@agentrl/protocol';
 import { parseConfig, type RocConfig, type RocConfigInput, RocConfigSchema } from './config.js';
 import { answerFormatPenalty, countToolErrors, NO_TOOL_CALL_ERROR_RATIO } from './penalty.js';
 import { rocQuotas } from './quotas.js';
-import { createRng, hashString, type Rng } from './rng.js';
 import { PositiveStats, type RocMetrics } from './roc-metrics.js';
 import { checkGroups } from './validate.js';
 
@@ -104,7 +103,7 @@ export function resampleOnCorrect(groups: readonly Group[], config: RocConfigInp
       m.groupsKeptWhole++;
     } else {
       d.fate = 'downsampled';
-      d.kept = downsampleGroup(ts, cfg, createRng(cfg.seed, hashString(group.promptId)), before, after, m);
+      d.kept = downsampleGroup(ts, cfg, Rng.seeded(cfg.seed, fnv1a(group.promptId)), before, after, m);
       m.groupsDownsampled++;
     }
     for (const i of d.kept) if (isPositive(ts[i]!)) d.keptPositive++;

@@ -1,5 +1,11 @@
-import type { Group, ToolCallRecord, ToolStatus, Trajectory, Turn } from '@agentrl/protocol';
-import { createRng } from './rng.js';
+import {
+  type Group,
+  Rng,
+  type ToolCallRecord,
+  type ToolStatus,
+  type Trajectory,
+  type Turn,
+} from '@agentrl/protocol';
 
 export interface SyntheticOptions {
   prompts?: number;
@@ -22,7 +28,7 @@ const FAILURES: ToolStatus[] = ['runtime_error', 'timeout', 'parse_error'];
  */
 export function createSyntheticGroups(options: SyntheticOptions = {}): Group[] {
   const { prompts = 8, groupSize = 32, tokens = 512, toolErrorRate = 0.3, seed = 0 } = options;
-  const rng = createRng(seed);
+  const rng = Rng.seeded(seed);
   const uniform = () => rng.nextU32() / 0x1_0000_0000;
   const groups: Group[] = [];
   for (let p = 0; p < prompts; p++) {

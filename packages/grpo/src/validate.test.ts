@@ -26,7 +26,7 @@ describe('bad input is rejected with the field named', () => {
     );
     groups[3]!.trajectories[7]!.reward = Number.NaN;
     const e = thrown(() => resampleOnCorrect(groups, { groupSize: 8, n: 4 }));
-    expect(e.code).toBe(GrpoErrorCode.InvalidInput);
+    expect(e.code).toBe(GrpoErrorCode.INVALID_INPUT);
     expect(e.field).toBe('groups[3].trajectories[7].reward');
     expect(e.message).toMatch(/is NaN/);
   });
@@ -64,7 +64,7 @@ describe('bad input is rejected with the field named', () => {
 
   it('n larger than N, and minimums above n', () => {
     const e = thrown(() => resampleOnCorrect(ok(), { groupSize: 16, n: 20 }));
-    expect(e.code).toBe(GrpoErrorCode.InvalidConfig);
+    expect(e.code).toBe(GrpoErrorCode.INVALID_CONFIG);
     expect(e.message).toMatch(/roc\.n is 20, larger than groupSize 16/);
     expect(thrown(() => resampleOnCorrect(ok(), { n: 3, minPositive: 2, minNegative: 2 })).field).toBe(
       'roc.minPositive',

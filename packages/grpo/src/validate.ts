@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { GrpoError, GrpoErrorCode } from './errors.js';
 
 function invalid(field: string, message: string): GrpoError {
-  return new GrpoError(GrpoErrorCode.InvalidInput, message, { field });
+  return new GrpoError(GrpoErrorCode.INVALID_INPUT, message, { field });
 }
 
 /**
@@ -55,7 +55,7 @@ export function parseGroups(input: unknown, name = 'groups'): Group[] {
   if (!r.success) {
     const issue = r.error.issues[0]!;
     const field = name + issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
-    throw new GrpoError(GrpoErrorCode.InvalidInput, issue.message, { field, cause: r.error });
+    throw new GrpoError(GrpoErrorCode.INVALID_INPUT, issue.message, { field, cause: r.error });
   }
   checkGroups(r.data, name);
   return r.data;

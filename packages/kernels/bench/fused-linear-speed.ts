@@ -9,6 +9,7 @@ import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadNative } from '@agentrl/native';
+import { Rng } from '@agentrl/protocol';
 import type { KernelsAddon } from '../src/native/binding.js';
 import { fmt, medianSeconds } from './timing.js';
 
@@ -29,11 +30,8 @@ const SHAPES: [number, number][] = quick
 const BASELINE_MAX_FLOPS = Number(process.env.KERNELS_BENCH_BASELINE_MAX_GFLOP ?? 200) * 1e9;
 
 function inputs(T: number, H: number) {
-  let x = 987654321;
-  const rnd = () => {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    return (x >>> 8) / (1 << 24) - 0.5;
-  };
+  const rng = Rng.seeded(987654321);
+  const rnd = () => rng.next() - 0.5;
   const hidden = Float32Array.from({ length: T * H }, () => rnd() * 2);
   const weight = Float32Array.from({ length: V * H }, () => rnd() * 0.05);
   const targets = Int32Array.from({ length: T }, (_, t) => (t * 7919) % V);

@@ -1,13 +1,11 @@
+import { Rng } from '@agentrl/protocol';
 import type { PolicyLossInputs } from '../src/index.js';
 
 /** Fast synthetic inputs (no float64 log-softmax pass): the benchmark times kernels, not data prep. */
 export function benchInputs(T: number, V: number, seqLen = 512): PolicyLossInputs {
   const logits = new Float32Array(T * V);
-  let x = 12345;
-  for (let i = 0; i < logits.length; i++) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    logits[i] = (x >>> 8) / (1 << 24) - 0.5;
-  }
+  const rng = Rng.seeded(12345);
+  for (let i = 0; i < logits.length; i++) logits[i] = rng.next() - 0.5;
   const targets = new Int32Array(T);
   const oldLogprobs = new Float32Array(T);
   const advantages = new Float32Array(T);

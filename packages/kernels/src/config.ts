@@ -1,9 +1,9 @@
+import { LossAggregationModeSchema } from '@agentrl/grpo';
 import { z } from 'zod';
 import { KernelError, KernelErrorCode } from './errors.js';
 
-export const AggregationModeSchema = z
-  .enum(['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'])
-  .describe("how per-token losses become one scalar; same definitions as @agentrl/grpo's aggregateLoss");
+/** @agentrl/grpo's aggregation modes: the weights come from its `lossGradientWeights`. */
+export const AggregationModeSchema = LossAggregationModeSchema;
 export type AggregationMode = z.infer<typeof AggregationModeSchema>;
 
 /** The policy-loss knobs; defaults are the rStar2-Agent recipe (clip-higher 0.2/0.28, dual clip 3, token-mean). */
@@ -74,16 +74,20 @@ export function parsePolicyLossConfig(input: PolicyLossConfigInput = {}): Policy
   if (!r.success) {
     const issue = r.error.issues[0];
     const field = issue?.path.join('.') || 'config';
-    throw new KernelError(KernelErrorCode.InvalidConfig, `is invalid: ${issue?.message ?? r.error.message}`, {
-      argument: `config.${field}`,
-    });
+    throw new KernelError(
+      KernelErrorCode.INVALID_CONFIG,
+      `is invalid: ${issue?.message ?? r.error.message}`,
+      {
+        field: `config.${field}`,
+      },
+    );
   }
   const cfg = r.data;
   if (cfg.aggregation === 'seq-mean-token-sum-norm' && cfg.horizon === undefined) {
     throw new KernelError(
-      KernelErrorCode.InvalidConfig,
+      KernelErrorCode.INVALID_CONFIG,
       'is missing: seq-mean-token-sum-norm needs a constant horizon (the max response length of the run)',
-      { argument: 'config.horizon' },
+      { field: 'config.horizon' },
     );
   }
   return cfg;

@@ -22,7 +22,6 @@ export {
   policyLoss,
   policyLossSync,
 } from './policy-loss.js';
-export { aggregationWeights } from './reference/aggregation-weights.js';
 export { referenceFusedLinear } from './reference/fused-linear.js';
 export { referencePolicyLoss } from './reference/policy-loss.js';
 export { tokenMath } from './reference/token-math.js';

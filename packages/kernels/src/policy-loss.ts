@@ -25,16 +25,16 @@ function backendOf(options: PolicyLossOptions, allowed: readonly Backend[]): Bac
   const b = options.backend ?? 'cpu';
   if (!BACKENDS.includes(b)) {
     throw new KernelError(
-      KernelErrorCode.InvalidConfig,
+      KernelErrorCode.INVALID_CONFIG,
       `is "${String(b)}": use one of ${BACKENDS.join(', ')}`,
-      { argument: 'options.backend' },
+      { field: 'options.backend' },
     );
   }
   if (!allowed.includes(b)) {
     throw new KernelError(
-      KernelErrorCode.InvalidConfig,
+      KernelErrorCode.INVALID_CONFIG,
       `"${b}" is not available here: use one of ${allowed.join(', ')}`,
-      { argument: 'options.backend' },
+      { field: 'options.backend' },
     );
   }
   return b;
@@ -108,9 +108,9 @@ export function fusedLinearPolicyLoss(
     expectTyped(dWeightOut, Float32Array, 'dWeightOut', V * H, `[V=${V}, H=${H}]`);
   if (accumulate && dWeightOut === undefined) {
     throw new KernelError(
-      KernelErrorCode.InvalidConfig,
+      KernelErrorCode.INVALID_CONFIG,
       'needs dWeightOut: there is nothing to accumulate into',
-      { argument: 'options.accumulate' },
+      { field: 'options.accumulate' },
     );
   }
   if (backend === 'reference') {

@@ -8,7 +8,7 @@ type TypedCtor =
   | Uint16ArrayConstructor;
 
 function bad(argument: string, message: string): KernelError {
-  return new KernelError(KernelErrorCode.InvalidArgument, message, { argument });
+  return new KernelError(KernelErrorCode.INVALID_ARGUMENT, message, { field: argument });
 }
 
 function describe(v: unknown): string {

@@ -12,6 +12,7 @@ import {
   policyLossSync,
   referenceFusedLinear,
 } from '../src/index.js';
+import { aggregationOptions } from '../src/reference/token-math.js';
 import { relMaxError } from './compare.js';
 import { makeFusedInputs, makeInputs } from './fixtures.js';
 
@@ -34,12 +35,7 @@ function tfjsLossAndGrad(
   const S = inp.cuSeqlens.length - 1;
   const w = lossGradientWeights(
     { lossMask: inp.lossMask, cuSeqlens: inp.cuSeqlens },
-    {
-      mode: cfg.aggregation,
-      ...(cfg.horizon !== undefined ? { horizon: cfg.horizon } : {}),
-      ...(cfg.tokenCount !== undefined ? { tokenCount: cfg.tokenCount } : {}),
-      ...(cfg.seqCount !== undefined ? { seqCount: cfg.seqCount } : {}),
-    },
+    aggregationOptions(cfg),
   );
   const seqMean = new Float32Array(S * T);
   const seqOf = new Int32Array(T);
@@ -75,7 +71,7 @@ function tfjsLossAndGrad(
       const pg3 = tf.mul(negA, cfg.dualClip);
       loss = tf.where(tf.less(adv, 0), tf.minimum(pg3, clip1), clip1);
     }
-    return tf.sum(tf.mul(loss, tf.tensor1d(w)));
+    return tf.sum(tf.mul(loss, tf.tensor1d(Float32Array.from(w))));
   };
   const x = tf.tensor2d(inp.logits as Float32Array, [T, V]);
   const { value, grad } = tf.valueAndGrad(f)(x);

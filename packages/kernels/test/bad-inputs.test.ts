@@ -110,7 +110,7 @@ describe.each([...runnableNative, 'webgpu'] as Backend[])(
     it.each(BAD_TS)('%s', async (_name, mutate, message) => {
       await expectKernelError(
         () => policyLoss(mutate(good()) as PolicyLossInputs, { backend }),
-        KernelErrorCode.InvalidArgument,
+        KernelErrorCode.INVALID_ARGUMENT,
         message,
       );
     });
@@ -123,7 +123,11 @@ describe.each([...runnableNative, 'webgpu'] as Backend[])(
       async (_n, value, message) => {
         const inp = good();
         inp.logits[47] = value;
-        await expectKernelError(() => policyLoss(inp, { backend }), KernelErrorCode.InvalidArgument, message);
+        await expectKernelError(
+          () => policyLoss(inp, { backend }),
+          KernelErrorCode.INVALID_ARGUMENT,
+          message,
+        );
       },
     );
 
@@ -132,7 +136,7 @@ describe.each([...runnableNative, 'webgpu'] as Backend[])(
       inp.logits.fill(Number.NEGATIVE_INFINITY, 20, 40);
       await expectKernelError(
         () => policyLoss(inp, { backend }),
-        KernelErrorCode.InvalidArgument,
+        KernelErrorCode.INVALID_ARGUMENT,
         /logits.*(row 1|all -inf)/,
       );
     });
@@ -141,30 +145,30 @@ describe.each([...runnableNative, 'webgpu'] as Backend[])(
 
 describe('bad options', () => {
   const cases: [string, PolicyLossOptions, string, RegExp][] = [
-    ['temperature 0', { temperature: 0 }, KernelErrorCode.InvalidConfig, /config.temperature/],
-    ['dual clip below 1', { dualClip: 0.5 }, KernelErrorCode.InvalidConfig, /config.dualClip/],
+    ['temperature 0', { temperature: 0 }, KernelErrorCode.INVALID_CONFIG, /config.temperature/],
+    ['dual clip below 1', { dualClip: 0.5 }, KernelErrorCode.INVALID_CONFIG, /config.dualClip/],
     [
       'sum-norm without horizon',
       { aggregation: 'seq-mean-token-sum-norm' },
-      KernelErrorCode.InvalidConfig,
+      KernelErrorCode.INVALID_CONFIG,
       /config.horizon/,
     ],
     [
       'unknown backend',
       { backend: 'tpu' as Backend },
-      KernelErrorCode.InvalidConfig,
+      KernelErrorCode.INVALID_CONFIG,
       /options.backend is "tpu"/,
     ],
     [
       'gradOut of the wrong size',
       { gradOut: new Float32Array(3) },
-      KernelErrorCode.InvalidArgument,
+      KernelErrorCode.INVALID_ARGUMENT,
       /gradOut has 3 elements/,
     ],
     [
       'gradOut and inPlace together',
       { gradOut: new Float32Array(140), inPlace: true },
-      KernelErrorCode.InvalidArgument,
+      KernelErrorCode.INVALID_ARGUMENT,
       /gradOut and inPlace/,
     ],
   ];
@@ -179,7 +183,7 @@ describe('bad options', () => {
       if (b.runnable) return; // a GPU machine runs it in backends.test.ts instead
       await expectKernelError(
         () => policyLoss(good(), { backend: name }),
-        KernelErrorCode.BackendUnavailable,
+        KernelErrorCode.BACKEND_UNAVAILABLE,
         new RegExp(`${name}|kernels`),
       );
     },

@@ -50,7 +50,7 @@ describe('bf16 logits', () => {
       await expect(
         policyLoss({ ...inp, logits: float32ToBf16(inp.logits) }, { backend }),
       ).rejects.toMatchObject({
-        code: KernelErrorCode.InvalidArgument,
+        code: KernelErrorCode.INVALID_ARGUMENT,
         message: expect.stringMatching(/logits are bf16.*cuda, hip or reference/),
       });
     },

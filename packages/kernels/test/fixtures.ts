@@ -1,15 +1,10 @@
+import { Rng } from '@agentrl/protocol';
 import type { FusedLinearInputs, PolicyLossInputs } from '../src/index.js';
 
-/** mulberry32: small seeded PRNG so failures reproduce. */
+/** Uniform draws in [0, 1) from protocol's Rng (the one PRNG), seeded so failures reproduce. */
 export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const g = Rng.seeded(seed);
+  return () => g.next();
 }
 
 export interface Shape {

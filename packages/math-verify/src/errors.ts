@@ -1,17 +1,11 @@
-/** Codes of `MathVerifyError`; verification itself never throws, only misuse does. */
-export const MathVerifyErrorCode = {
-  INVALID_OPTIONS: 'INVALID_OPTIONS',
-  WORKER_FAILED: 'WORKER_FAILED',
-} as const;
-export type MathVerifyErrorCode = (typeof MathVerifyErrorCode)[keyof typeof MathVerifyErrorCode];
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
-export class MathVerifyError extends Error {
-  override readonly name = 'MathVerifyError';
-  constructor(
-    readonly code: MathVerifyErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
+/** Codes of `MathVerifyError` (`MATH_VERIFY_*`); verification itself never throws, only misuse does. */
+export const MathVerifyErrorCode = defineErrorCodes('MATH_VERIFY', {
+  INVALID_OPTIONS: 'the verify options do not parse (see VerifyOptionsSchema)',
+  WORKER_FAILED: 'the isolated verify worker failed or timed out',
+});
+export type MathVerifyErrorCode = ErrorCodeOf<typeof MathVerifyErrorCode>;
+
+/** The one error class of @agentrl/math-verify. */
+export class MathVerifyError extends errorClass('MathVerifyError', MathVerifyErrorCode) {}

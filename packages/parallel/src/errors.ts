@@ -1,26 +1,16 @@
-/** What went wrong, for callers that branch on it. */
-export const DistErrorCode = {
-  /** A bad argument (wrong dtype, length, root out of range). */
-  INVALID_ARGUMENT: 'DIST_INVALID_ARGUMENT',
-  /** MPI / NCCL cannot be loaded or used here; the message says why and what to install. */
-  UNAVAILABLE: 'DIST_UNAVAILABLE',
-  /** The library reported an error. */
-  NATIVE_FAILURE: 'DIST_NATIVE_FAILURE',
-  /** Ranks disagree on something that must be the same everywhere. */
-  MISMATCH: 'DIST_MISMATCH',
-} as const;
-export type DistErrorCode = (typeof DistErrorCode)[keyof typeof DistErrorCode];
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
+
+/** What went wrong (`DIST_*`), for callers that branch on it. The native addon throws the same strings. */
+export const DistErrorCode = defineErrorCodes('DIST', {
+  INVALID_ARGUMENT: 'a bad argument (wrong dtype, length, root out of range)',
+  UNAVAILABLE: 'MPI / NCCL cannot be loaded or used here; the message says why and what to install',
+  NATIVE_FAILURE: 'the communication library reported an error',
+  MISMATCH: 'ranks disagree on something that must be the same everywhere',
+});
+export type DistErrorCode = ErrorCodeOf<typeof DistErrorCode>;
 
 /** The one error class of @agentrl/parallel. */
-export class DistError extends Error {
-  override readonly name = 'DistError';
-  readonly code: DistErrorCode;
-
-  constructor(code: DistErrorCode, message: string, options?: { cause?: unknown }) {
-    super(`dist: ${message}`, options);
-    this.code = code;
-  }
-}
+export class DistError extends errorClass('DistError', DistErrorCode, 'dist') {}
 
 /** Re-throws a native error (which carries a DIST_* `code`) as a DistError. */
 export function fromNative(err: unknown): never {

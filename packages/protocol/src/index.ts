@@ -2,9 +2,14 @@ export {
   AgentrlError,
   defineErrorCodes,
   describeErrorCode,
+  type ErrorCodeInput,
   type ErrorCodeOf,
   type ErrorCodeTable,
+  errorClass,
+  errorCode,
   isAgentrlError,
+  type PackageErrorClass,
+  type PackageErrorOptions,
 } from './errors.js';
 export {
   type Chat,

@@ -1,4 +1,4 @@
-import { TrainerError } from '../errors.js';
+import { exitStatusOf, TrainerError } from '../errors.js';
 import { runAblationCommand } from './ablation-command.js';
 import { runEngineServeCommand } from './engine-serve-command.js';
 import { runEvalCommand } from './eval-command.js';
@@ -58,7 +58,7 @@ export async function main(argv: string[]): Promise<number> {
 export function reportError(err: unknown): number {
   if (err instanceof TrainerError) {
     process.stderr.write(`agentrl: ${err.message}\n`);
-    return err.code === 'USAGE' || err.code === 'CONFIG_INVALID' || err.code === 'CONFIG_FILE' ? 2 : 1;
+    return exitStatusOf(err);
   }
   const e = err as { name?: string; code?: unknown; message?: string; stack?: string };
   if (e && typeof e.code === 'string' && typeof e.message === 'string' && e.name && e.name !== 'Error') {

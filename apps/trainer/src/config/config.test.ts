@@ -81,7 +81,7 @@ describe('config', () => {
       TRAIN_FLAGS,
     );
     const err = configError(() => resolveConfig({ overrides: args.overrides }));
-    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.code).toBe('TRAINER_CONFIG_INVALID');
     expect(err.message).toMatch(/rl\.n:/);
     expect(err.message).toMatch(/model\.hiddenSize:/);
     expect(err.message).toMatch(/rl\.aggregation:/);
@@ -93,7 +93,7 @@ describe('config', () => {
     expect(resolveConfig({ overrides: gpu.overrides })).toMatchObject({ device: 'cuda', precision: 'bf16' });
     const cpu = parseArgs(['--precision', 'bf16'], TRAIN_FLAGS);
     const err = configError(() => resolveConfig({ overrides: cpu.overrides }));
-    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.code).toBe('TRAINER_CONFIG_INVALID');
     expect(err.message).toMatch(
       /precision: bf16 runs on a GPU device only .*add --device cuda or --device rocm/,
     );
@@ -103,7 +103,7 @@ describe('config', () => {
     const file = join(tmp, 'typo.json');
     writeFileSync(file, JSON.stringify({ rl: { learningRate: 1 } }));
     expect(configError(() => resolveConfig({ file })).message).toMatch(/rl.*learningRate/);
-    expect(configError(() => parseArgs(['--rl.learningRate', '1'], TRAIN_FLAGS)).code).toBe('USAGE');
+    expect(configError(() => parseArgs(['--rl.learningRate', '1'], TRAIN_FLAGS)).code).toBe('TRAINER_USAGE');
   });
 
   it('says what to fix for a bad file, a bad preset and oversample < n', () => {

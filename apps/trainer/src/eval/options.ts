@@ -1,5 +1,5 @@
+import { hashSeed } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
-import { hashSeed } from '../rng.js';
 import { type RewardMode, rewardModeOf } from '../train/reward.js';
 import type { EvalOptions } from './evaluate.js';
 

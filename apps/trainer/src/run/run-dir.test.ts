@@ -29,7 +29,7 @@ describe('run directory safety', () => {
         err = e;
       }
       expect(err).toBeInstanceOf(TrainerError);
-      expect((err as TrainerError).code).toBe('RUN_DIR');
+      expect((err as TrainerError).code).toBe('TRAINER_RUN_DIR');
       expect((err as Error).message).toMatch(
         /not a run directory \(no \.agentrl-run marker\).*another --name/,
       );

@@ -1,8 +1,8 @@
+import { Rng } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
 import { type LoadedDataset, loadDatasetFiles } from '../data/dataset.js';
 import { normalizePrompt } from '../data/rows.js';
 import { TrainerError } from '../errors.js';
-import { Rng } from '../rng.js';
 import { generateMultiplySplit } from './multiply.js';
 import type { ProblemSplit } from './problem.js';
 

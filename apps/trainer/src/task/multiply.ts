@@ -1,4 +1,4 @@
-import { Rng } from '../rng.js';
+import { Rng } from '@agentrl/protocol';
 import type { ProblemSplit } from './problem.js';
 
 /**

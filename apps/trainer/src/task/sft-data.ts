@@ -1,5 +1,5 @@
 import type { ChatMessage, ToolOutcome } from '@agentrl/protocol';
-import { Rng } from '../rng.js';
+import { Rng } from '@agentrl/protocol';
 import { buildPrompt, toolCallText } from './chat-format.js';
 import { parseFactors, zeroPadded } from './multiply.js';
 import type { Problem } from './problem.js';

@@ -1,4 +1,4 @@
-import { Rng } from '../rng.js';
+import { Rng } from '@agentrl/protocol';
 
 /**
  * Where the trainer is in its prompt stream. The order of an epoch is a pure function of

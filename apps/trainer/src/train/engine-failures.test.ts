@@ -49,7 +49,7 @@ describe('engine-failed trajectories', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(TrainerError);
-    expect((err as TrainerError).code).toBe('ENGINE_UNREACHABLE');
+    expect((err as TrainerError).code).toBe('TRAINER_ENGINE_UNREACHABLE');
     expect((err as Error).message).toMatch(
       /12 of 12 trajectories of RL step 7 failed in the engine after retries \(first: engine_error: engine_error at the server\).*--resume/,
     );

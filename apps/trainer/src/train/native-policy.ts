@@ -14,9 +14,9 @@ import {
 import type { MicroBatch } from '@agentrl/grpo';
 import { fusedLinearPolicyLoss, nativePolicyLossConfig, parsePolicyLossConfig } from '@agentrl/kernels';
 import { createCommunicator, DistError, DistErrorCode, runMicroBatches } from '@agentrl/parallel';
+import { hashSeed } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
-import { hashSeed } from '../rng.js';
 import { type StepTotals, stepTotals } from './distributed-rollout.js';
 import { maxAbsDiffMasked } from './on-policy.js';
 import type { MaskedSequence, PolicyLossOptions, PolicyStepMetrics, TrainablePolicy } from './policy.js';

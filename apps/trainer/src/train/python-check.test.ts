@@ -15,7 +15,7 @@ describe('checkPython', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(TrainerError);
-    expect((err as TrainerError).code).toBe('PYTHON_MISSING');
+    expect((err as TrainerError).code).toBe('TRAINER_PYTHON_MISSING');
     expect((err as TrainerError).message).toMatch(/was not found.*install it.*--executor\.python/);
   });
 });

@@ -1,7 +1,7 @@
 import { type RocResult, resampleOnCorrect } from '@agentrl/grpo';
 import type { Group, Trajectory } from '@agentrl/protocol';
+import { hashSeed } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
-import { hashSeed } from '../rng.js';
 import type { Problem } from '../task/problem.js';
 import { withoutEngineFailures } from './engine-failures.js';
 import { rewardModeOf, scoreGroups, type Verify } from './reward.js';

@@ -1,7 +1,7 @@
 import { allgatherJson, createCommunicator, shardRange } from '@agentrl/parallel';
 import type { Group } from '@agentrl/protocol';
+import { hashSeed } from '@agentrl/protocol';
 import type { TrainConfig } from '../config/schema.js';
-import { hashSeed } from '../rng.js';
 import { buildPrompt } from '../task/chat-format.js';
 import type { Problem } from '../task/problem.js';
 import type { RolloutFactory } from './rollout-factory.js';

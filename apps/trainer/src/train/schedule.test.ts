@@ -1,7 +1,7 @@
+import { hashSeed } from '@agentrl/protocol';
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../config/load.js';
 import { evalOptionsOf } from '../eval/options.js';
-import { hashSeed } from '../rng.js';
 import { checkpointDue, sftTag, stepTag } from './checkpoints.js';
 import type { TrainContext } from './context.js';
 import { evalDue } from './eval-phase.js';

@@ -1,6 +1,6 @@
+import { Rng } from '@agentrl/protocol';
 import type { ChatFormat, RolloutTokenizer } from '@agentrl/rollout';
 import type { TrainConfig } from '../config/schema.js';
-import { Rng } from '../rng.js';
 import type { SftDemo } from '../task/sft-data.js';
 import type { MaskedSequence, TrainablePolicy } from './policy.js';
 

@@ -96,7 +96,7 @@ export function kernelsAddon(): KernelsAddon {
     const k = addon.kernels as KernelsAddon | undefined;
     if (!k) {
       throw new KernelError(
-        KernelErrorCode.BackendUnavailable,
+        KernelErrorCode.BACKEND_UNAVAILABLE,
         'the native addon has no kernels component; rebuild it: pnpm --filter @agentrl/native build',
       );
     }
@@ -104,7 +104,7 @@ export function kernelsAddon(): KernelsAddon {
   } catch (err) {
     if (err instanceof KernelError) throw err;
     const msg = err instanceof NativeLoadError ? err.message : String(err);
-    throw new KernelError(KernelErrorCode.BackendUnavailable, msg, { cause: err });
+    throw new KernelError(KernelErrorCode.BACKEND_UNAVAILABLE, msg, { cause: err });
   }
 }
 
@@ -112,7 +112,9 @@ function toKernelError(err: unknown): KernelError {
   if (err instanceof KernelError) return err;
   const e = err as Error & { code?: string };
   const known = Object.values(KernelErrorCode) as string[];
-  const code = (e.code && known.includes(e.code) ? e.code : KernelErrorCode.NativeFailure) as KernelErrorCode;
+  const code = (
+    e.code && known.includes(e.code) ? e.code : KernelErrorCode.NATIVE_FAILURE
+  ) as KernelErrorCode;
   return new KernelError(code, `native: ${e.message}`, { cause: err });
 }
 

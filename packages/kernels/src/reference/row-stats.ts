@@ -33,9 +33,9 @@ export function rowStats(
       const x = logits[o + j]!;
       if (Number.isNaN(x) || x === Number.POSITIVE_INFINITY) {
         throw new KernelError(
-          KernelErrorCode.InvalidArgument,
+          KernelErrorCode.INVALID_ARGUMENT,
           `has ${x} at row ${t}, column ${j}: logits must be finite or -inf`,
-          { argument },
+          { field: argument },
         );
       }
       const z = x / temperature;
@@ -43,9 +43,9 @@ export function rowStats(
     }
     if (m === Number.NEGATIVE_INFINITY) {
       throw new KernelError(
-        KernelErrorCode.InvalidArgument,
+        KernelErrorCode.INVALID_ARGUMENT,
         `row ${t} is all -inf: no token has any probability`,
-        { argument },
+        { field: argument },
       );
     }
     let s = 0;

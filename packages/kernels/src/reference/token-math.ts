@@ -1,6 +1,6 @@
+import { type AggregationOptions, lossGradientWeights } from '@agentrl/grpo';
 import type { PolicyLossConfig } from '../config.js';
 import type { PolicyLossMetrics, TokenInputs } from '../types.js';
-import { aggregationWeights } from './aggregation-weights.js';
 import { Clip, surrogate } from './surrogate.js';
 
 export interface TokenMathResult {
@@ -24,7 +24,7 @@ export function tokenMath(
   const { oldLogprobs: old, advantages: adv, lossMask: mask, cuSeqlens: cu } = inp;
   const T = mask.length;
   const M = cfg.maxLogRatio;
-  const w = aggregationWeights(mask, cu, cfg);
+  const w = lossGradientWeights({ lossMask: mask, cuSeqlens: cu }, aggregationOptions(cfg));
   const grad = new Float64Array(T);
   let loss = 0;
   const counts = [0, 0, 0, 0];
@@ -92,5 +92,15 @@ export function tokenMath(
       ppoKl: k1 / d,
       entropy: entropy ? ent / d : Number.NaN,
     },
+  };
+}
+
+/** The kernel config's aggregation as @agentrl/grpo's `lossGradientWeights` takes it. */
+export function aggregationOptions(cfg: PolicyLossConfig): AggregationOptions {
+  return {
+    mode: cfg.aggregation,
+    ...(cfg.horizon !== undefined && { horizon: cfg.horizon }),
+    ...(cfg.tokenCount !== undefined && { tokenCount: cfg.tokenCount }),
+    ...(cfg.seqCount !== undefined && { seqCount: cfg.seqCount }),
   };
 }

@@ -28,7 +28,7 @@ export function getWebGpu(): Promise<Gpu> {
       mod = (await import('webgpu')) as unknown as typeof mod;
     } catch (err) {
       throw new KernelError(
-        KernelErrorCode.BackendUnavailable,
+        KernelErrorCode.BACKEND_UNAVAILABLE,
         `webgpu: the 'webgpu' package (Dawn) failed to load: ${(err as Error).message}`,
         { cause: err },
       );
@@ -39,7 +39,7 @@ export function getWebGpu(): Promise<Gpu> {
     const adapter = await gpu.requestAdapter();
     if (!adapter) {
       throw new KernelError(
-        KernelErrorCode.BackendUnavailable,
+        KernelErrorCode.BACKEND_UNAVAILABLE,
         'webgpu: no adapter; install a Vulkan driver (Mesa lavapipe: apt-get install mesa-vulkan-drivers)',
       );
     }

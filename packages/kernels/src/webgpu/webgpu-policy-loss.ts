@@ -86,9 +86,9 @@ export async function webgpuPolicyLoss(
   const rowsPerChunk = Math.floor(Math.min(maxBinding, maxChunkBytes ?? maxBinding) / (V * 4));
   if (rowsPerChunk < 1) {
     throw new KernelError(
-      KernelErrorCode.InvalidArgument,
+      KernelErrorCode.INVALID_ARGUMENT,
       `row of ${V} floats exceeds the WebGPU binding limit (${maxBinding} bytes)`,
-      { argument: 'vocabSize' },
+      { field: 'vocabSize' },
     );
   }
   const { stats: statsPipe, grad: gradPipe } = pipelinesFor(device);
