@@ -12,7 +12,7 @@ function usageError(fn: () => unknown): string {
   try {
     fn();
   } catch (e) {
-    if (e instanceof TrainerError && e.code === 'USAGE') return e.message;
+    if (e instanceof TrainerError && e.code === 'TRAINER_USAGE') return e.message;
     throw e;
   }
   throw new Error('expected a usage error');
@@ -103,7 +103,7 @@ describe('argv parsing (node:util parseArgs over the flag table and every config
       }
       throw new Error('expected a config error');
     })();
-    expect(cfgErr.code).toBe('CONFIG_INVALID');
+    expect(cfgErr.code).toBe('TRAINER_CONFIG_INVALID');
     expect(cfgErr.message).toMatch(/rl\.lr:/);
     expect(cfgErr.message).toMatch(/seed:/);
     await expect(runTrainCommand(['--stop-after', 'three'])).rejects.toThrow(
