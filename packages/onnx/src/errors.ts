@@ -1,4 +1,4 @@
-import { AgentrlError, defineErrorCodes, type ErrorCodeOf } from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /**
  * How exporting a decoder or configuring the ONNX adapter can fail. A request that fails in ONNX
@@ -12,6 +12,4 @@ export const OnnxErrorCode = defineErrorCodes('ONNX', {
 export type OnnxErrorCode = ErrorCodeOf<typeof OnnxErrorCode>;
 
 /** The one error class of @agentrl/onnx. */
-export class OnnxError extends AgentrlError<OnnxErrorCode> {
-  override readonly name = 'OnnxError';
-}
+export class OnnxError extends errorClass('OnnxError', OnnxErrorCode) {}

@@ -1,4 +1,4 @@
-import { AgentrlError, defineErrorCodes, type ErrorCodeOf } from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /**
  * Every way the agent loop can fail, and the failures every EngineAdapter reports: adapters in any
@@ -22,9 +22,7 @@ export const RolloutErrorCode = defineErrorCodes('ROLLOUT', {
 export type RolloutErrorCode = ErrorCodeOf<typeof RolloutErrorCode>;
 
 /** The one error class of @agentrl/rollout, and of every engine adapter's request failures. */
-export class RolloutError extends AgentrlError<RolloutErrorCode> {
-  override readonly name = 'RolloutError';
-}
+export class RolloutError extends errorClass('RolloutError', RolloutErrorCode) {}
 
 const ENGINE_FAILURES: ReadonlySet<string> = new Set([
   RolloutErrorCode.ENGINE_UNREACHABLE,

@@ -1,4 +1,4 @@
-import { AgentrlError, defineErrorCodes, type ErrorCodeOf } from '@agentrl/protocol';
+import { defineErrorCodes, type ErrorCodeOf, errorClass } from '@agentrl/protocol';
 
 /** Every way @agentrl/scheduler can fail; callers branch on `code`, never on the message. */
 export const SchedulerErrorCode = defineErrorCodes('SCHEDULER', {
@@ -10,6 +10,4 @@ export const SchedulerErrorCode = defineErrorCodes('SCHEDULER', {
 export type SchedulerErrorCode = ErrorCodeOf<typeof SchedulerErrorCode>;
 
 /** The one error class of @agentrl/scheduler. */
-export class SchedulerError extends AgentrlError<SchedulerErrorCode> {
-  override readonly name = 'SchedulerError';
-}
+export class SchedulerError extends errorClass('SchedulerError', SchedulerErrorCode) {}
