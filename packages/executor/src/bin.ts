@@ -10,11 +10,20 @@ import { serve } from './serve.js';
 
 /** Runs the CLI; `agentrl executor ...` in the trainer calls this with its remaining arguments. */
 export async function main(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: executorParseOptions(),
-  });
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: executorParseOptions() });
+  } catch (e) {
+    // node:util's parse errors (unknown flag, missing value) are usage errors: name it, show the
+    // usage, exit 2 like --help's refusal, instead of an uncaught exception's exit 1.
+    if ((e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_')) {
+      console.error(`agentrl-executor: ${(e as Error).message}\n\n${executorUsage()}`);
+      process.exitCode = 2;
+      return;
+    }
+    throw e;
+  }
+  const { values, positionals } = parsed;
   const str = (name: string) => values[name] as string | undefined;
   const num = (name: string) => (str(name) === undefined ? undefined : Number(str(name)));
   const pool: PoolConfigInput = Object.fromEntries(

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { EXECUTOR_FLAGS, executorFlagsOf, executorParseOptions, executorUsage } from './cli-flags.js';
 
 describe('the executor CLI flag table', () => {
@@ -23,5 +23,25 @@ describe('the executor CLI flag table', () => {
       expect(worker!.includes(`--${f.name} <`)).toBe(f.commands.includes('worker'));
     }
     expect(executorFlagsOf('worker').map((f) => f.name)).not.toContain('port');
+  });
+});
+
+describe('the executor CLI on a bad flag', () => {
+  it('names the flag, prints the usage and exits 2 (a usage error), without starting anything', async () => {
+    const { main } = await import('./bin.js');
+    const errors: string[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => {
+      errors.push(a.join(' '));
+    });
+    const before = process.exitCode;
+    try {
+      await main(['serve', '--bogus', '1']);
+      expect(process.exitCode).toBe(2);
+      expect(errors.join('\n')).toMatch(/agentrl-executor: Unknown option '--bogus'/);
+      expect(errors.join('\n')).toMatch(/agentrl-executor serve/);
+    } finally {
+      spy.mockRestore();
+      process.exitCode = before;
+    }
   });
 });
