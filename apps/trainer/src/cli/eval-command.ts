@@ -1,6 +1,5 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { hashSeed } from '@agentrl/protocol';
 import { parseConfig, resolveConfig } from '../config/load.js';
 import { deepMerge } from '../config/merge.js';
 import type { TrainConfig } from '../config/schema.js';
