@@ -13,8 +13,8 @@ import { checkpointHashes, mpirunTrain, stripTiming } from './mpi-train.js';
  * rolls out on the server, scores, applies RoC and advantages per group, packs the micro-batches and
  * deals micro-batch i to rank i % 2; both ranks train their share, the float64 gradients are
  * all-reduced, both step; rank 0 syncs the weights to the server. The weights and metrics must be
- * those of one rank, bit for bit, and the server must see exactly the traffic of the one-rank run:
- * rank 1 never connects.
+ * those of one rank, bit for bit, and the server must see exactly the requests of the one-rank run:
+ * rank 1 never talks to it.
  */
 const missing = mpirunMissing();
 if (missing) console.warn(`--engine data-parallel test skipped: ${missing}`);
@@ -69,11 +69,15 @@ describe.skipIf(missing !== undefined)('agentrl train --engine under mpirun', ()
     expect(rl.filter((r) => (r.gradNorm as number) > 0).length).toBeGreaterThan(0);
     expect(new Set(Object.values(h1)).size).toBeGreaterThan(1);
 
-    // rank 1 opened no connection: the server saw the one-rank run's traffic exactly
+    // rank 1 sent nothing: the server saw the one-rank run's requests exactly (any use of an engine,
+    // even the start probe, is a request). TCP connections are compared loosely: the client's pool
+    // opens one whenever all pooled ones are busy, which depends on timing (32 vs 33 in one CI run).
     const generate = Object.entries(traffic1.requests).filter(([k]) => k.includes('generate'));
     // smoke: 4 prompts x 8 samples a step, at least one turn each
     expect(generate.reduce((n, [, c]) => n + c, 0)).toBeGreaterThanOrEqual(2 * 4 * 8);
     expect(Object.keys(traffic1.requests).some((k) => k.includes('update_weights_from_disk'))).toBe(true);
-    expect(traffic2).toEqual(traffic1);
+    expect(traffic2.requests).toEqual(traffic1.requests);
+    expect(traffic2.connections).toBeGreaterThan(0);
+    expect(Math.abs(traffic2.connections - traffic1.connections)).toBeLessThanOrEqual(2);
   });
 });

@@ -77,6 +77,9 @@ describe('trajectories the engine failed, in a live RL run', () => {
       '4',
       '--rl.n',
       '2',
+      // the front tells rollouts from eval by temperature (the smoke preset samples rollouts at 0.6)
+      '--rl.temperature',
+      '1',
       '--eval.problems',
       '1',
     ]);
