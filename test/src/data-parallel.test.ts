@@ -2,10 +2,10 @@ import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mpirunMissing } from '@agentrl/parallel';
-import { PRESETS } from 'agentrl';
+import { PRESETS, withoutTiming } from 'agentrl';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readJsonl, waitFor } from './cli.js';
-import { checkpointHashes as hashesOf, mpirunTrain, stripTiming } from './mpi-train.js';
+import { checkpointHashes as hashesOf, mpirunTrain } from './mpi-train.js';
 
 /**
  * `mpirun -n 2 agentrl train --preset smoke` against `mpirun -n 1` on the same global batch: real
@@ -45,7 +45,7 @@ describe.skipIf(missing !== undefined)('agentrl train under mpirun (data-paralle
 
     const m1 = readJsonl(join(runs, 'n1', 'metrics.jsonl'));
     const m2 = readJsonl(join(runs, 'n2', 'metrics.jsonl'));
-    expect(m2.map(stripTiming)).toEqual(m1.map(stripTiming));
+    expect(m2.map(withoutTiming)).toEqual(m1.map(withoutTiming));
     // the SFT steps and the RL steps updated the model (the smoke preset's RL groups have mixed rewards)
     const sft = m1.filter((r) => r.phase === 'sft');
     expect(sft).toHaveLength(PRESETS.smoke.sft.steps);
@@ -66,8 +66,8 @@ describe.skipIf(missing !== undefined)('agentrl train under mpirun (data-paralle
     const ref = checkpointHashes('n1');
     expect(checkpointHashes('r2')).toEqual(ref);
     expect(checkpointHashes('r2to1')).toEqual(ref);
-    const m = readJsonl(join(runs, 'n1', 'metrics.jsonl')).map(stripTiming);
-    expect(readJsonl(join(runs, 'r2', 'metrics.jsonl')).map(stripTiming)).toEqual(m);
+    const m = readJsonl(join(runs, 'n1', 'metrics.jsonl')).map(withoutTiming);
+    expect(readJsonl(join(runs, 'r2', 'metrics.jsonl')).map(withoutTiming)).toEqual(m);
   });
 
   it('a rank killed with SIGKILL mid-run takes the training job down with a message instead of hanging', async () => {

@@ -2,10 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mpirunMissing } from '@agentrl/parallel';
+import { withoutTiming } from 'agentrl';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readJsonl, runCli, startServer } from './cli.js';
 import { startFront } from './http-front.js';
-import { checkpointHashes, mpirunTrain, stripTiming } from './mpi-train.js';
+import { checkpointHashes, mpirunTrain } from './mpi-train.js';
 
 /**
  * `mpirun -n 2 agentrl train --engine URL` against `mpirun -n 1` with the same engine: a real
@@ -62,7 +63,7 @@ describe.skipIf(missing !== undefined)('agentrl train --engine under mpirun', ()
     expect(Object.keys(h1).sort()).toEqual(['step-000000', 'step-000001', 'step-000002']);
     expect(checkpointHashes(runs, 'n2')).toEqual(h1);
     const m1 = readJsonl(join(runs, 'n1', 'metrics.jsonl'));
-    expect(readJsonl(join(runs, 'n2', 'metrics.jsonl')).map(stripTiming)).toEqual(m1.map(stripTiming));
+    expect(readJsonl(join(runs, 'n2', 'metrics.jsonl')).map(withoutTiming)).toEqual(m1.map(withoutTiming));
     const rl = m1.filter((r) => r.phase === 'rl');
     expect(rl).toHaveLength(2);
     // the steps trained (gradients flowed) and the weights moved between checkpoints

@@ -4,12 +4,6 @@ import { join } from 'node:path';
 import { runMpirun } from '@agentrl/parallel';
 import { REPO, TEST_DIR } from './cli.js';
 
-const TIMING = /^(time|tokensPerSec|wall)/;
-
-/** A metrics.jsonl record without its timings (what two runs of the same computation share). */
-export const stripTiming = (r: Record<string, unknown>) =>
-  Object.fromEntries(Object.entries(r).filter(([k]) => !TIMING.test(k)));
-
 /** `mpirun -n <n> agentrl <args>` from source: real ranks under Open MPI. */
 export const mpirunTrain = (n: number, args: string[], onStart?: (pid: number) => void) =>
   runMpirun(

@@ -10,7 +10,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { main } from 'agentrl';
+import { main, withoutTiming } from 'agentrl';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { REPO, readJsonl, runCli, startCli, TEST_DIR, waitFor } from './cli.js';
 
@@ -22,9 +22,6 @@ import { REPO, readJsonl, runCli, startCli, TEST_DIR, waitFor } from './cli.js';
 const runs = mkdtempSync(join(tmpdir(), 'agentrl-smoke-'));
 afterAll(() => rmSync(runs, { recursive: true, force: true }));
 
-const TIMING = /^(time|tokensPerSec|wall)/;
-const stripTiming = (r: Record<string, unknown>) =>
-  Object.fromEntries(Object.entries(r).filter(([k]) => !TIMING.test(k)));
 const RL_KEYS = [
   'reward',
   'accuracy',
@@ -142,8 +139,8 @@ describe('agentrl train --preset smoke', () => {
   it('a second run with the same seed (and another thread count) writes the same metrics.jsonl', async () => {
     const r = await cli([...common, '--name', 'twin', '--threads', '1']);
     expect(r.code, r.stderr).toBe(0);
-    const a = readJsonl(join(runs, 'full', 'metrics.jsonl')).map(stripTiming);
-    const b = readJsonl(join(runs, 'twin', 'metrics.jsonl')).map(stripTiming);
+    const a = readJsonl(join(runs, 'full', 'metrics.jsonl')).map(withoutTiming);
+    const b = readJsonl(join(runs, 'twin', 'metrics.jsonl')).map(withoutTiming);
     expect(b).toEqual(a);
     expect(
       readFileSync(join(runs, 'twin', 'checkpoints', 'step-000004', 'model.safetensors')).equals(
@@ -158,8 +155,8 @@ describe('agentrl train --preset smoke', () => {
     const resumed = await cli(['train', '--resume', dir, '--no-progress']);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toMatch(/resuming .* at RL step 2/);
-    const a = readJsonl(join(runs, 'full', 'metrics.jsonl')).map(stripTiming);
-    const b = readJsonl(join(dir, 'metrics.jsonl')).map(stripTiming);
+    const a = readJsonl(join(runs, 'full', 'metrics.jsonl')).map(withoutTiming);
+    const b = readJsonl(join(dir, 'metrics.jsonl')).map(withoutTiming);
     expect(b).toEqual(a);
     // One page with both runs overlaid (what the ablation report uses).
     const page = join(runs, 'both.html');
@@ -189,8 +186,8 @@ describe('agentrl train --preset smoke', () => {
       const resumed = await runCli(['train', '--resume', dir, '--no-progress']);
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(resumed.stderr).toMatch(/resuming .* at RL step 2/);
-      const a = readJsonl(join(runs, 'full', 'metrics.jsonl')).map(stripTiming);
-      const b = readJsonl(join(dir, 'metrics.jsonl')).map(stripTiming);
+      const a = readJsonl(join(runs, 'full', 'metrics.jsonl')).map(withoutTiming);
+      const b = readJsonl(join(dir, 'metrics.jsonl')).map(withoutTiming);
       expect(b).toEqual(a);
     },
   );
@@ -203,7 +200,7 @@ describe('agentrl train --preset smoke', () => {
     async () => {
       const ref = await cli([...common, '--name', 'sft-ref', ...sftRun, '--sft.checkpointEvery', '4']);
       expect(ref.code, ref.stderr).toBe(0);
-      const want = readJsonl(join(runs, 'sft-ref', 'metrics.jsonl')).map(stripTiming);
+      const want = readJsonl(join(runs, 'sft-ref', 'metrics.jsonl')).map(withoutTiming);
       expect(want.filter((m) => m.phase === 'sft')).toHaveLength(24);
       for (const [name, every, landed] of [
         ['sft-ckpt', '4', /resuming .* in SFT after step \d+ \(.*sft-0000\d\d\)/],
@@ -232,7 +229,7 @@ describe('agentrl train --preset smoke', () => {
         const resumed = await runCli(['train', '--resume', dir, '--no-progress', '--stop-after', '0']);
         expect(resumed.code, resumed.stderr).toBe(0);
         expect(resumed.stderr).toMatch(landed);
-        expect(readJsonl(join(dir, 'metrics.jsonl')).map(stripTiming), name).toEqual(want);
+        expect(readJsonl(join(dir, 'metrics.jsonl')).map(withoutTiming), name).toEqual(want);
         // SFT checkpoints are resume points of SFT only: the end-of-SFT checkpoint replaces them.
         expect(readdirSync(join(dir, 'checkpoints')).sort()).toEqual(['latest', 'step-000000']);
       }

@@ -51,6 +51,6 @@ export function readMetrics(path: string): MetricsRecord[] {
 export const TIMING_KEYS = /^(time|tokensPerSec|wall|eta)/;
 
 /** A record without its timing fields (for resume-equivalence checks). */
-export function withoutTiming(r: MetricsRecord): Record<string, unknown> {
+export function withoutTiming(r: Readonly<Record<string, unknown>>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(r).filter(([k]) => !TIMING_KEYS.test(k)));
 }
