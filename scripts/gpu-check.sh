@@ -3,7 +3,8 @@
 # sm_90a), runs every GPU test (the ones CI lists as skipped: engine — forward, gradients, AdamW,
 # KV cache, on-device sampling against the TS sampler, the device Generator, the O(T) bytes a
 # training or decode step moves, bf16 against fp32 —, kernels, the trainer's device steps and
-# `agentrl train --preset smoke --device cuda`, also with `--precision bf16`) and the GPU bench beside PyTorch +
+# `agentrl train --preset smoke --device cuda`, also with `--precision bf16`; NCCL at world size 1
+# and the device gradient reduce through it) and the GPU bench beside PyTorch +
 # transformers on the same GPU, and prints one summary. Written to finish in under 8 minutes on one
 # H200; GPU_BENCH_QUICK=1 shrinks the bench (2 layers, short sequences) for a first try.
 #
@@ -45,6 +46,21 @@ for d in /usr/local/cuda/lib64 "$wheel_lib"; do
   fi
 done
 
+# NCCL and the CUDA runtime the NCCL binding dlopens: the system's, else python3's nvidia-nccl /
+# nvidia-cuda-runtime wheels (nvidia/nccl/lib, nvidia/cuda_runtime/lib or nvidia/cu13/lib).
+for lib in libnccl.so.2 'libcudart.so.1[0-9]*'; do
+  d="$(python3 - "$lib" <<'PY' 2>/dev/null
+import glob, os, sys
+for base in sys.path:
+    for p in glob.glob(os.path.join(base, "nvidia", "**", sys.argv[1]), recursive=True):
+        print(os.path.dirname(p)); raise SystemExit
+PY
+)"
+  if [ -n "$d" ]; then export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"; say "$lib: $d"; fi
+done
+gpus="$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)"
+[ "$gpus" -ge 2 ] && export AGENTRL_DP_MULTI_GPU=1
+
 status=0
 step() { # name, command...
   local name="$1"; shift
@@ -58,6 +74,7 @@ step "kernels device tests" bash -c "cd '$root/packages/kernels' && npx vitest r
 step "trainer device tests" bash -c "cd '$root/apps/trainer' && npx vitest run src/train/native-policy.test.ts -t 'with --device'"
 step "agentrl train --device cuda (smoke preset)" bash -c "cd '$root/test' && timeout 420 npx vitest run src/device-cli.test.ts"
 step "NCCL all-reduce at world size 1" bash -c "cd '$root/packages/parallel' && timeout 120 node --conditions=@agentrl/source --import tsx test/fixtures/nccl-world1.ts"
+step "data-parallel gradients on the device through NCCL (world size 1; 2 ranks with 2+ GPUs)" bash -c "cd '$root/packages/parallel' && timeout 300 npx vitest run test/device-data-parallel.test.ts"
 step "bf16 variant of the engine forward tests" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_PRECISION=bf16 npx vitest run test/device.test.ts -t 'forward hidden'"
 step "agentrl GPU bench" bash -c "cd '$root/packages/engine' && timeout 240 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
 if python3 -c 'import torch, transformers' 2>/dev/null; then

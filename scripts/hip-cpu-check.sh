@@ -12,6 +12,9 @@
 #   HIP_CPU_ROOT=/path/to/HIP-CPU scripts/hip-cpu-check.sh [vitest file filters...]
 #   HIP_CPU_TRAINER=1 ... also runs the trainer's device steps and `agentrl train --device rocm`
 #   (the smoke preset, fp32 and --precision bf16: several minutes each through HIP-CPU)
+#   HIP_CPU_DP=1 ... also runs GPU-rank data parallelism (packages/parallel/test/device-data-parallel.test.ts):
+#   the device gradient reduce through a stand-in RCCL over MPI (test/fixtures/fake-libs/mpi_rccl.c,
+#   built with mpicc; "device" memory is host memory here), at world size 1 and under mpirun -n 2
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 : "${HIP_CPU_ROOT:?set HIP_CPU_ROOT to a checkout of github.com/ROCm/HIP-CPU}"
@@ -29,8 +32,19 @@ printf '%s\n' "${sources[@]}" | xargs -P "$jobs" -I{} sh -c '
 g++ -shared "$out"/*.o -ltbb -lpthread -o "$out/agentrl_hip.so"
 echo "hip-cpu: built $out/agentrl_hip.so"
 export AGENTRL_HIP_LIBRARY="$out/agentrl_hip.so" AGENTRL_GPU_TEST_DEVICE=rocm AGENTRL_GPU_GEMM=fallback
-cd "$root/packages/engine" && nice npx vitest run test/device.test.ts "$@"
-cd "$root/packages/kernels" && nice npx vitest run test/fused-linear-device.test.ts "$@"
+if [ "${HIP_CPU_SKIP_DEVICE:-0}" != 1 ]; then  # HIP_CPU_SKIP_DEVICE=1: only the optional parts below
+  cd "$root/packages/engine" && nice npx vitest run test/device.test.ts "$@"
+  cd "$root/packages/kernels" && nice npx vitest run test/fused-linear-device.test.ts "$@"
+fi
+if [ "${HIP_CPU_DP:-0}" = 1 ]; then
+  dp="$out/dp"
+  mkdir -p "$dp"
+  fake="$root/packages/parallel/test/fixtures/fake-libs"
+  mpicc -shared -fPIC -O2 "$fake/mpi_rccl.c" -o "$dp/librccl.so.1"
+  gcc -shared -fPIC -O2 "$fake/fake_amdhip64.c" -o "$dp/libamdhip64.so.6"
+  cd "$root/packages/parallel" && AGENTRL_NCCL_LIBRARY="$dp/librccl.so.1" LD_LIBRARY_PATH="$dp:${LD_LIBRARY_PATH:-}" \
+    AGENTRL_DP_SHARED_DEVICE=1 nice npx vitest run test/device-data-parallel.test.ts
+fi
 if [ "${HIP_CPU_TRAINER:-0}" = 1 ]; then
   cd "$root/apps/trainer" && nice npx vitest run src/train/native-policy.test.ts -t 'with --device'
   cd "$root/test" && nice npx vitest run src/device-cli.test.ts --testTimeout 900000

@@ -15,6 +15,7 @@
 #include "engine/model.h"
 #include "gpu/gpu_library.h"
 #include "kernels/metrics_js.h"
+#include "parallel/nccl_device.h"
 #include "registry.h"
 
 namespace agentrl::engine {
@@ -40,6 +41,10 @@ struct GpuApi {
   agentrl_engine_policy_loss_fn policy_loss;
   agentrl_engine_info_fn info;
   agentrl_engine_transfers_fn transfers;
+  agentrl_engine_reduce_setup_fn reduce_setup;
+  agentrl_engine_reduce_accumulate_fn reduce_accumulate;
+  agentrl_engine_reduce_arm_fn reduce_arm;
+  agentrl_engine_reduce_finish_fn reduce_finish;
 };
 
 gpu::Backend BackendOf(const std::string& device) {
@@ -72,7 +77,11 @@ GpuApi LoadApi(gpu::Backend b) {
           Sym<agentrl_engine_sample_fn>(b, "agentrl_engine_sample"),
           Sym<agentrl_engine_policy_loss_fn>(b, "agentrl_engine_policy_loss"),
           Sym<agentrl_engine_info_fn>(b, "agentrl_engine_info"),
-          Sym<agentrl_engine_transfers_fn>(b, "agentrl_engine_transfers")};
+          Sym<agentrl_engine_transfers_fn>(b, "agentrl_engine_transfers"),
+          Sym<agentrl_engine_reduce_setup_fn>(b, "agentrl_engine_reduce_setup"),
+          Sym<agentrl_engine_reduce_accumulate_fn>(b, "agentrl_engine_reduce_accumulate"),
+          Sym<agentrl_engine_reduce_arm_fn>(b, "agentrl_engine_reduce_arm"),
+          Sym<agentrl_engine_reduce_finish_fn>(b, "agentrl_engine_reduce_finish")};
 }
 
 struct GpuModel {
@@ -468,6 +477,66 @@ Napi::Value Transfers(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// reduceSetup(handle, ncclComm, starts, ends, stages, exact): the data-parallel gradient buckets
+// (Float64Array offsets, Int32Array stages; @agentrl/parallel's DeviceGradientAllReduce builds them)
+// reduced with that NCCL / RCCL communicator's ncclAllReduce on a side stream.
+Napi::Value ReduceSetup(const Napi::CallbackInfo& info) {
+  GpuModel& g = *GetModel(info[0]);
+  const parallel::NcclDeviceComm nc = parallel::NcclDeviceOf(info[1]);
+  auto starts = Typed<double>(info[2], "bucket starts");
+  auto ends = Typed<double>(info[3], "bucket ends");
+  auto stages = Typed<int32_t>(info[4], "bucket stages");
+  const size_t nb = starts.ElementLength();
+  if (ends.ElementLength() != nb || stages.ElementLength() != nb || nb == 0 || nb > (1u << 30))
+    throw Napi::RangeError::New(info.Env(), "engine: reduceSetup needs as many bucket ends and stages as starts");
+  std::vector<int64_t> st(nb), en(nb);
+  for (size_t b = 0; b < nb; ++b) {
+    st[b] = static_cast<int64_t>(starts[b]);
+    en[b] = static_cast<int64_t>(ends[b]);
+  }
+  AgentrlGpuReduce spec{};
+  spec.all_reduce = reinterpret_cast<agentrl_nccl_allreduce_fn>(nc.all_reduce);
+  spec.comm = nc.comm;
+  spec.exact = info[5].ToBoolean() ? 1 : 0;
+  spec.num_buckets = static_cast<int>(nb);
+  spec.start = st.data();
+  spec.end = en.data();
+  spec.stage = stages.Data();
+  Call([&](char* e, int n) { return g.api.reduce_setup(g.dev, &spec, e, n); });
+  return info.Env().Undefined();
+}
+
+Napi::Value ReduceAccumulate(const Napi::CallbackInfo& info) {
+  GpuModel& g = *GetModel(info[0]);
+  Call([&](char* e, int n) { return g.api.reduce_accumulate(g.dev, e, n); });
+  return info.Env().Undefined();
+}
+
+Napi::Value ReduceArm(const Napi::CallbackInfo& info) {
+  GpuModel& g = *GetModel(info[0]);
+  Call([&](char* e, int n) { return g.api.reduce_arm(g.dev, e, n); });
+  return info.Env().Undefined();
+}
+
+// reduceFinish(handle) -> the number of buckets the backward had started.
+Napi::Value ReduceFinish(const Napi::CallbackInfo& info) {
+  GpuModel& g = *GetModel(info[0]);
+  int started = 0;
+  Call([&](char* e, int n) { return g.api.reduce_finish(g.dev, &started, e, n); });
+  return Napi::Number::New(info.Env(), started);
+}
+
+// setDevice(device, index) -> the devices visible; index >= 0 makes that one current (this thread).
+Napi::Value SetDevice(const Napi::CallbackInfo& info) {
+  const gpu::Backend b = BackendOf(info[0].ToString().Utf8Value());
+  const int index = info[1].As<Napi::Number>().Int32Value();
+  int count = 0;
+  Call([&](char* e, int n) {
+    return Sym<agentrl_engine_set_device_fn>(b, "agentrl_engine_set_device")(index, &count, e, n);
+  });
+  return Napi::Number::New(info.Env(), count);
+}
+
 Napi::Value SetThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), 1); }
 
 template <Napi::Value (*F)(const Napi::CallbackInfo&)>
@@ -507,6 +576,11 @@ void InitEngineGpu(Napi::Env env, Napi::Object exports) {
   fn("gemmPath", Napi::Function::New(env, Guard<GemmPath>, "gemmPath"));
   fn("transfers", Napi::Function::New(env, Guard<Transfers>, "transfers"));
   fn("setThreads", Napi::Function::New(env, Guard<SetThreads>, "setThreads"));
+  fn("reduceSetup", Napi::Function::New(env, Guard<ReduceSetup>, "reduceSetup"));
+  fn("reduceAccumulate", Napi::Function::New(env, Guard<ReduceAccumulate>, "reduceAccumulate"));
+  fn("reduceArm", Napi::Function::New(env, Guard<ReduceArm>, "reduceArm"));
+  fn("reduceFinish", Napi::Function::New(env, Guard<ReduceFinish>, "reduceFinish"));
+  fn("setDevice", Napi::Function::New(env, Guard<SetDevice>, "setDevice"));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // only when the caller passes a host array for them (null: they stay on the device).
 // Every function returns 0, or nonzero with the reason in err.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/token_math.h"
@@ -78,4 +79,35 @@ typedef int (*agentrl_engine_policy_loss_fn)(void* model, AgentrlGpuPolicyLossAr
 typedef void (*agentrl_engine_transfers_fn)(int64_t* to_device, int64_t* to_host, int64_t* allocations);
 // Which GEMM path runs ("cublasLt", "hipblasLt", or "fallback kernel (why)").
 typedef int (*agentrl_engine_info_fn)(char* out, int out_len);
+
+// Data-parallel gradients (@agentrl/parallel's DeviceGradientAllReduce). The addon's NCCL binding
+// (parallel/nccl_module.cc) hands over ncclAllReduce itself (nccl.h's signature; RCCL's is the
+// same) and a communicator, so this object links no NCCL. Buckets are ranges of the flat gradient
+// (parameter offsets) in the order they start; together they cover [0, num_params) once each.
+typedef int (*agentrl_nccl_allreduce_fn)(const void* send, void* recv, size_t count, int dtype, int op, void* comm,
+                                         void* stream);
+struct AgentrlGpuReduce {
+  agentrl_nccl_allreduce_fn all_reduce;
+  void* comm;
+  // 1: every micro-batch's gradients are added into a float64 accumulator, which is all-reduced in
+  // float64 and rounded once (bit-identical for any number of ranks); 0: the fp32 gradients are
+  // all-reduced in place (no extra memory; the sum's order is NCCL's).
+  int exact;
+  int num_buckets;
+  const int64_t* start;
+  const int64_t* end;
+  // A bucket is complete once the backward has finished this stage: num_layers for the final norm
+  // and an untied lm_head, l for layer l, -1 for the embedding (the CPU engine's stages).
+  const int32_t* stage;
+};
+typedef int (*agentrl_engine_reduce_setup_fn)(void* model, const AgentrlGpuReduce* spec, char* err, int err_len);
+// exact: accumulator += gradients, gradients = 0 (a micro-batch before this rank's last); else nothing.
+typedef int (*agentrl_engine_reduce_accumulate_fn)(void* model, char* err, int err_len);
+// Arms the next backward: each bucket's all-reduce starts on a side stream as soon as its stage is done.
+typedef int (*agentrl_engine_reduce_arm_fn)(void* model, char* err, int err_len);
+// Starts the buckets the backward did not, makes the compute stream wait for them all and writes
+// the sums into the gradients; started: how many buckets the backward had started.
+typedef int (*agentrl_engine_reduce_finish_fn)(void* model, int* started, char* err, int err_len);
+// Makes `device` current for the calling thread (device < 0: leaves it); count: the visible devices.
+typedef int (*agentrl_engine_set_device_fn)(int device, int* count, char* err, int err_len);
 }

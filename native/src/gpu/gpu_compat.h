@@ -38,6 +38,16 @@ using gpuDeviceProp = hipDeviceProp_t;
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuMemcpyAsync hipMemcpyAsync
 #define gpuStreamSynchronize hipStreamSynchronize
+using gpuEvent_t = hipEvent_t;
+#define gpuSetDevice hipSetDevice
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamDestroy hipStreamDestroy
+#define gpuStreamNonBlocking hipStreamNonBlocking
+#define gpuStreamWaitEvent hipStreamWaitEvent
+#define gpuEventCreateWithFlags hipEventCreateWithFlags
+#define gpuEventDestroy hipEventDestroy
+#define gpuEventRecord hipEventRecord
+#define gpuEventDisableTiming hipEventDisableTiming
 // HIP-CPU has no triple-chevron launch (plain C++ compilers cannot parse it); hipcc accepts both.
 #if defined(AGENTRL_HIP_CPU)
 // HIP-CPU's null stream can run two consecutive launches at once (Runtime::wait_all_streams_ drains
@@ -73,6 +83,16 @@ using gpuDeviceProp = cudaDeviceProp;
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuMemcpyAsync cudaMemcpyAsync
 #define gpuStreamSynchronize cudaStreamSynchronize
+using gpuEvent_t = cudaEvent_t;
+#define gpuSetDevice cudaSetDevice
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamDestroy cudaStreamDestroy
+#define gpuStreamNonBlocking cudaStreamNonBlocking
+#define gpuStreamWaitEvent cudaStreamWaitEvent
+#define gpuEventCreateWithFlags cudaEventCreateWithFlags
+#define gpuEventDestroy cudaEventDestroy
+#define gpuEventRecord cudaEventRecord
+#define gpuEventDisableTiming cudaEventDisableTiming
 #define AGENTRL_LAUNCH(kernel, grid, block, stream, ...) kernel<<<grid, block, 0, stream>>>(__VA_ARGS__)
 #endif
 

@@ -11,9 +11,11 @@
 // hipStream_t (nullptr = the default stream).
 //
 // Buffers: this binding stages host typed arrays through device memory (cudaMalloc / hipMalloc from
-// the runtime library, dlopen'ed too: libcudart.so.12 or libamdhip64.so), which is what a world-size-1
-// check on a GPU machine needs. Passing the GPU engine's device gradients straight to ncclAllReduce
-// is planned with the GPU training path. Nothing here has run on a GPU yet.
+// the runtime library, dlopen'ed too: libcudart.so.13 / .12 or libamdhip64.so), which is what a
+// world-size-1 check on a GPU machine needs. The GPU engine's gradients do not come through here:
+// NcclDeviceOf (nccl_device.h) hands this library's ncclAllReduce and the communicator to the
+// engine's device object, which reduces its device buffers bucket by bucket on a side stream
+// (engine/cuda/device_model.cu). Nothing here has run on a GPU yet.
 #include <dlfcn.h>
 #include <napi.h>
 
@@ -28,6 +30,7 @@
 #include "parallel/dl_loader.h"
 #include "parallel/float_buffer.h"
 #include "parallel/guard.h"
+#include "parallel/nccl_device.h"
 #include "registry.h"
 
 namespace agentrl::parallel {
@@ -89,7 +92,7 @@ Nccl& Load() {
   const bool hip = n.implementation == "rccl";
   const std::vector<std::string> runtimes =
       hip ? std::vector<std::string>{"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}
-          : std::vector<std::string>{"libcudart.so.12", "libcudart.so.11.0", "libcudart.so"};
+          : std::vector<std::string>{"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"};
   const dl::Opened rt = dl::OpenFirst(runtimes, RTLD_NOW | RTLD_LOCAL);
   n.rt = rt.handle;
   n.runtime = rt.name;
@@ -253,6 +256,12 @@ void InitNccl(Napi::Env env, Napi::Object exports) {
 }
 
 }  // namespace
+
+NcclDeviceComm NcclDeviceOf(const Napi::Value& handle) {
+  CommHandle& h = GetComm(handle);
+  Nccl& n = Ready("device all-reduce");
+  return {reinterpret_cast<void*>(n.AllReduce), h.comm, h.device};
+}
 
 AGENTRL_REGISTER_MODULE(nccl, InitNccl);
 

@@ -21,6 +21,21 @@ export interface DeviceOptions {
   device?: Device;
   /** Default `fp32`. */
   precision?: DevicePrecision;
+  /**
+   * Which GPU (0-based, of those visible). Default: the process's local rank under a launcher
+   * (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID, LOCAL_RANK) modulo the devices
+   * visible, so `mpirun -n <gpus>` puts one rank on each GPU of a node; 0 otherwise.
+   */
+  deviceIndex?: number;
+}
+
+/** One bucket of a device model's data-parallel gradient all-reduce (see Model.setupDeviceReduce). */
+export interface DeviceReduceBucket {
+  /** Range [start, end) of the flat gradient (parameter offsets). */
+  start: number;
+  end: number;
+  /** Complete once the backward has finished this stage (Model.gradientStage). */
+  stage: number;
 }
 
 /** The fused-linear policy-loss arguments of a device model (the shape of @agentrl/kernels' call). */
@@ -97,6 +112,18 @@ interface EngineGpuBinding
   policyLoss(handle: ModelHandle, args: DevicePolicyLossArgs): DevicePolicyLossMetrics;
   gemmPath(device: 'cuda' | 'hip'): string;
   transfers(device: 'cuda' | 'hip'): DeviceTransfers;
+  setDevice(device: 'cuda' | 'hip', index: number): number;
+  reduceSetup(
+    handle: ModelHandle,
+    ncclComm: unknown,
+    starts: Float64Array,
+    ends: Float64Array,
+    stages: Int32Array,
+    exact: boolean,
+  ): void;
+  reduceAccumulate(handle: ModelHandle): void;
+  reduceArm(handle: ModelHandle): void;
+  reduceFinish(handle: ModelHandle): number;
 }
 
 /** An engine binding for a device model; the extra entry points exist only off the CPU. */
@@ -110,6 +137,43 @@ export interface DeviceEngineBinding extends EngineBinding {
   policyLoss(handle: ModelHandle, args: DevicePolicyLossArgs): DevicePolicyLossMetrics;
   gemmPath(): string;
   transfers(): DeviceTransfers;
+  /** The GPU this binding's models live on (DeviceOptions.deviceIndex, resolved). */
+  readonly deviceIndex: number;
+  reduceSetup(
+    handle: ModelHandle,
+    ncclComm: unknown,
+    buckets: readonly DeviceReduceBucket[],
+    exact: boolean,
+  ): void;
+  reduceAccumulate(handle: ModelHandle): void;
+  reduceArm(handle: ModelHandle): void;
+  reduceFinish(handle: ModelHandle): number;
+}
+
+const LOCAL_RANK_VARS = ['OMPI_COMM_WORLD_LOCAL_RANK', 'MPI_LOCALRANKID', 'SLURM_LOCALID', 'LOCAL_RANK'];
+
+/** This process's rank on its node under a launcher (see DeviceOptions.deviceIndex), or 0. */
+export function localRank(env: NodeJS.ProcessEnv = process.env): number {
+  for (const name of LOCAL_RANK_VARS) {
+    const v = env[name];
+    if (v !== undefined && /^\d+$/.test(v)) return Number(v);
+  }
+  return 0;
+}
+
+// The device current on the JS thread (the runtimes keep it per thread); -1: not set by us yet.
+let currentDevice = { name: '', index: -1 };
+
+function resolveDeviceIndex(gpu: EngineGpuBinding, name: 'cuda' | 'hip', wanted: number | undefined): number {
+  const count = gpu.setDevice(name, -1);
+  if (wanted === undefined) return localRank() % Math.max(count, 1);
+  if (!(Number.isInteger(wanted) && wanted >= 0 && wanted < count)) {
+    throw new EngineError(
+      'INVALID_CONFIG',
+      `deviceIndex must be an integer in [0, ${count}) (the ${name} devices visible here); got ${String(wanted)}`,
+    );
+  }
+  return wanted;
 }
 
 const nativeName = (device: Exclude<Device, 'cpu'>): 'cuda' | 'hip' => (device === 'cuda' ? 'cuda' : 'hip');
@@ -195,7 +259,7 @@ export function bindingForDevice(options: DeviceOptions = {}): EngineBinding | D
       'the native addon has no "engineGpu" component; rebuild it: pnpm --filter @agentrl/native build',
     );
   }
-  return wrapGpu(gpu, device, options.precision === 'bf16' ? 1 : 0);
+  return wrapGpu(gpu, device, options.precision === 'bf16' ? 1 : 0, options.deviceIndex);
 }
 
 interface MirrorState {
@@ -209,7 +273,16 @@ function wrapGpu(
   gpu: EngineGpuBinding,
   device: Exclude<Device, 'cpu'>,
   precision: number,
+  wantedIndex: number | undefined,
 ): DeviceEngineBinding {
+  const name = nativeName(device);
+  const deviceIndex = resolveDeviceIndex(gpu, name, wantedIndex);
+  /** Makes this binding's GPU current before a call (cheap when it already is). */
+  const use = () => {
+    if (currentDevice.name === name && currentDevice.index === deviceIndex) return;
+    gpu.setDevice(name, deviceIndex);
+    currentDevice = { name, index: deviceIndex };
+  };
   const states = new WeakMap<object, MirrorState>();
   const stateOf = (h: ModelHandle): MirrorState => {
     let s = states.get(h);
@@ -221,6 +294,7 @@ function wrapGpu(
   };
   /** Before a device call: push a mirror JS may have written; after one that mutates: mark stale. */
   const onDevice = <R>(h: ModelHandle, mutates: boolean, call: () => R): R => {
+    use();
     const s = stateOf(h);
     if (s.mirrorLive) {
       gpu.syncToDevice(h);
@@ -234,19 +308,25 @@ function wrapGpu(
   return {
     device,
     backend: device,
-    createModel: (config) => gpu.createModel(config, nativeName(device), precision),
+    deviceIndex,
+    createModel: (config) => {
+      use();
+      return gpu.createModel(config, name, precision);
+    },
     buffers: (h) => gpu.buffers(h),
     // The mirror views; JS may write the moments (an optimizer-state restore): beforeHostAccess runs first.
     optimizerBuffers: (h) => gpu.optimizerBuffers(h),
     enableTraining: (h) => gpu.enableTraining(h),
     memoryBytes: (h) => gpu.memoryBytes(h),
     beforeHostAccess: (h) => {
+      use();
       const s = stateOf(h);
       if (s.hostStale) gpu.syncToHost(h);
       s.hostStale = false;
       s.mirrorLive = true;
     },
     initParams: (h, seed, std) => {
+      use();
       gpu.initParams(h, seed, std);
       stateOf(h).mirrorLive = false;
     },
@@ -263,6 +343,7 @@ function wrapGpu(
     adamw: (h, lr, b1, b2, eps, wd, step, scale) =>
       onDevice(h, true, () => gpu.adamw(h, lr, b1, b2, eps, wd, step, scale)),
     createCache: (h) => {
+      use();
       const c = gpu.createCache(h);
       cacheOwner.set(c, h);
       return c;
@@ -286,11 +367,28 @@ function wrapGpu(
       onDevice(h, false, () => gpu.extend(h, caches, tokens, counts, logits));
     },
     packForDecode: () => false,
-    sample: (h, params) => gpu.sample(h, params),
+    sample: (h, params) => {
+      use();
+      return gpu.sample(h, params);
+    },
     policyLoss: (h, args) => onDevice(h, true, () => gpu.policyLoss(h, args)),
     gemmPath: () => gpu.gemmPath(nativeName(device)),
     transfers: () => gpu.transfers(nativeName(device)),
     setThreads: () => 1,
+    reduceSetup: (h, comm, buckets, exact) =>
+      onDevice(h, true, () =>
+        gpu.reduceSetup(
+          h,
+          comm,
+          Float64Array.from(buckets, (b) => b.start),
+          Float64Array.from(buckets, (b) => b.end),
+          Int32Array.from(buckets, (b) => b.stage),
+          exact,
+        ),
+      ),
+    reduceAccumulate: (h) => onDevice(h, true, () => gpu.reduceAccumulate(h)),
+    reduceArm: (h) => onDevice(h, false, () => gpu.reduceArm(h)),
+    reduceFinish: (h) => onDevice(h, true, () => gpu.reduceFinish(h)),
   };
 }
 

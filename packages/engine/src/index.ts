@@ -30,6 +30,7 @@ export {
   type DevicePolicyLossArgs,
   type DevicePolicyLossMetrics,
   type DevicePrecision,
+  type DeviceReduceBucket,
   type DeviceSampleRow,
   type DeviceTransfers,
   deviceGemmPath,
@@ -37,6 +38,7 @@ export {
   deviceTransfers,
   deviceUnavailableReason,
   firstRunnableDevice,
+  localRank,
   sampleOnDevice,
 } from './device.js';
 export { EngineError, EngineErrorCode } from './errors.js';

@@ -11,8 +11,10 @@ import {
 import {
   bindingForDevice,
   type Device,
+  type DeviceEngineBinding,
   type DeviceOptions,
   type DevicePrecision,
+  type DeviceReduceBucket,
   isDeviceBinding,
 } from './device.js';
 import { EngineError } from './errors.js';
@@ -332,6 +334,55 @@ export class Model {
     return -1;
   }
 
+  /**
+   * Where each parameter's gradient sits in the flat gradient buffer (HF order) and the backward
+   * stage after which it is final (gradientStage): what a data-parallel reduce buckets.
+   */
+  gradientLayout(): { name: string; offset: number; numel: number; stage: number }[] {
+    return this.params.map((p, i) => ({
+      name: p.name,
+      offset: (this.layout[i] as { offset: number }).offset,
+      numel: (this.layout[i] as { numel: number }).numel,
+      stage: this.gradientStage(p.name),
+    }));
+  }
+
+  /** Floats in the flat parameter (and gradient) buffer: numParameters plus the alignment padding between tensors. */
+  get flatLength(): number {
+    return this.flat.params.length;
+  }
+
+  /** The GPU this model lives on (DeviceOptions.deviceIndex resolved); -1 on the cpu. */
+  get deviceIndex(): number {
+    return isDeviceBinding(this.native) ? this.native.deviceIndex : -1;
+  }
+
+  /**
+   * GPU models: data-parallel gradients reduced on the device by an NCCL / RCCL communicator's
+   * handle (@agentrl/parallel's DeviceGradientAllReduce drives these four). `buckets` cover the
+   * flat gradient once, in the order they start; `exact` keeps a float64 accumulator (8 bytes per
+   * parameter) so that any number of ranks gives the same bits.
+   * @internal
+   */
+  setupDeviceReduce(ncclComm: unknown, buckets: readonly DeviceReduceBucket[], exact: boolean): void {
+    this.deviceOnly('setupDeviceReduce').reduceSetup(this.handle, ncclComm, buckets, exact);
+  }
+
+  /** @internal exact: adds this micro-batch's gradients into the accumulator and zeroes them. */
+  deviceReduceAccumulate(): void {
+    this.deviceOnly('deviceReduceAccumulate').reduceAccumulate(this.handle);
+  }
+
+  /** @internal the next backward starts each bucket's all-reduce as soon as its stage is done. */
+  deviceReduceArm(): void {
+    this.deviceOnly('deviceReduceArm').reduceArm(this.handle);
+  }
+
+  /** @internal starts the rest, orders the device after them, writes the sums; returns the buckets the backward started. */
+  deviceReduceFinish(): number {
+    return this.deviceOnly('deviceReduceFinish').reduceFinish(this.handle);
+  }
+
   /** Sets every gradient to zero (nothing to do without gradients). */
   zeroGrad(): void {
     this.native.zeroGrad(this.handle);
@@ -351,6 +402,13 @@ export class Model {
   /** Call after writing weights through parameter views so generators drop stale KV caches. */
   markWeightsChanged(): void {
     this.version++;
+  }
+
+  private deviceOnly(what: string): DeviceEngineBinding {
+    if (!isDeviceBinding(this.native)) {
+      throw new EngineError('NATIVE_FAILURE', `${what} is for GPU models; this one is on the cpu`);
+    }
+    return this.native;
   }
 
   private requireTraining(what: string): void {

@@ -1,5 +1,11 @@
 import type { Communicator, PendingReduce } from './communicator.js';
+import {
+  DeviceGradientAllReduce,
+  type DeviceGradientSource,
+  isDeviceGradientSource,
+} from './device-gradients.js';
 import { DistError, DistErrorCode } from './errors.js';
+import { createNcclCommunicator, type NcclCommunicator } from './nccl.js';
 
 /** What GradientAllReduce needs from a model (@agentrl/engine's Model has it). */
 export interface GradientSource {
@@ -26,9 +32,16 @@ export interface GradientReduceOptions {
    * Start each bucket's all-reduce as soon as the last micro-batch's backward has finished its
    * gradients, while the backward goes on (default true). Needs a communicator that overlaps (MPI
    * with MPI_THREAD_SERIALIZED) and a model whose backward reports its stages (the CPU engine);
-   * otherwise the one blocking all-reduce at the end.
+   * otherwise the one blocking all-reduce at the end. GPU models (DeviceGradientAllReduce): the
+   * device backward starts each bucket's ncclAllReduce on a side stream.
    */
   overlap?: boolean;
+  /**
+   * GPU models only (default true): reduce a float64 accumulator, so any number of ranks gives the
+   * same bits (8 bytes per parameter on the device); false: NCCL sums the fp32 gradients in place.
+   * CPU ranks always reduce float64.
+   */
+  exact?: boolean;
 }
 
 interface Slot {
@@ -241,18 +254,64 @@ export function shardIndices(count: number, comm: Pick<Communicator, 'rank' | 's
   return out;
 }
 
-// one reducer (float64 accumulator) per model and reduce options
-const reducers = new WeakMap<GradientSource, Map<string, GradientAllReduce>>();
+/** What runMicroBatches needs of a reducer: GradientAllReduce (host) or DeviceGradientAllReduce. */
+interface StepReducer {
+  accumulate(): void;
+  runLast<R>(work: () => R): R;
+}
+
+// one reducer (with its accumulator) per model and reduce options
+const reducers = new WeakMap<object, Map<string, StepReducer>>();
+// one NCCL / RCCL communicator per MPI communicator and GPU
+const ncclComms = new WeakMap<Communicator, Map<number, NcclCommunicator>>();
+
+function ncclFor(comm: Communicator, device: number): NcclCommunicator {
+  const byDevice = ncclComms.get(comm) ?? new Map<number, NcclCommunicator>();
+  ncclComms.set(comm, byDevice);
+  let nccl = byDevice.get(device);
+  if (!nccl) {
+    nccl = createNcclCommunicator(comm, { device });
+    byDevice.set(device, nccl);
+  }
+  return nccl;
+}
+
+/**
+ * The reducer of a step under MPI, or with an explicit NCCL communicator (`opts.nccl`, e.g. a
+ * world-size-1 check); undefined on a local communicator (the engine's own accumulation). A GPU
+ * model reduces on the device through NCCL / RCCL, made over `comm` on the model's GPU the first time.
+ */
+function reducerFor(opts: MicroBatchRunOptions): StepReducer | undefined {
+  if (opts.comm.backend !== 'mpi' && !opts.nccl) return undefined;
+  const byOptions = reducers.get(opts.model) ?? new Map<string, StepReducer>();
+  reducers.set(opts.model, byOptions);
+  const key = JSON.stringify([opts.reduce?.bucketBytes, opts.reduce?.overlap, opts.reduce?.exact]);
+  let reducer = byOptions.get(key);
+  if (!reducer) {
+    const model = opts.model;
+    reducer = isDeviceGradientSource(model)
+      ? new DeviceGradientAllReduce(model, opts.nccl ?? ncclFor(opts.comm, model.deviceIndex), opts.reduce)
+      : new GradientAllReduce(model as GradientSource, opts.comm, opts.reduce);
+    byOptions.set(key, reducer);
+  }
+  return reducer;
+}
 
 export interface MicroBatchRunOptions {
   comm: Communicator;
-  model: GradientSource;
+  model: GradientSource | DeviceGradientSource;
   /** Micro-batches in the step (the same list on every rank). */
   count: number;
   /** Numbers `work` returns per micro-batch (loss, metrics). */
   width: number;
   /** Buckets and overlap of the gradient all-reduce (one reducer, with its accumulator, per model and options). */
   reduce?: GradientReduceOptions;
+  /**
+   * GPU models: the NCCL / RCCL communicator to reduce with. Default under MPI: one made over `comm`
+   * on the model's GPU. Given with a local communicator, it reduces through NCCL at world size 1
+   * (the GPU machine's check of this path without mpirun).
+   */
+  nccl?: NcclCommunicator;
 }
 
 /**
@@ -270,17 +329,7 @@ export function runMicroBatches(
 ): Float64Array {
   const { comm, count, width } = opts;
   const rows = new Float64Array(count * width);
-  let reducer: GradientAllReduce | undefined;
-  if (comm.backend === 'mpi') {
-    const byOptions = reducers.get(opts.model) ?? new Map<string, GradientAllReduce>();
-    reducers.set(opts.model, byOptions);
-    const key = JSON.stringify([opts.reduce?.bucketBytes, opts.reduce?.overlap]);
-    reducer = byOptions.get(key);
-    if (!reducer) {
-      reducer = new GradientAllReduce(opts.model, comm, opts.reduce);
-      byOptions.set(key, reducer);
-    }
-  }
+  const reducer = reducerFor(opts);
   const mine = reducer ? shardIndices(count, comm) : Array.from({ length: count }, (_, i) => i);
   const keep = (i: number, r: ArrayLike<number> | undefined) => {
     if (!r) return;

@@ -14,6 +14,13 @@ export {
   THREAD_LEVELS,
   type ThreadLevel,
 } from './communicator.js';
+export {
+  type DeviceBucket,
+  DeviceGradientAllReduce,
+  type DeviceGradientSource,
+  isDeviceGradientSource,
+  planDeviceBuckets,
+} from './device-gradients.js';
 export { DistError, DistErrorCode } from './errors.js';
 export {
   DEFAULT_BUCKET_BYTES,

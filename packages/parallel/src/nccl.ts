@@ -45,9 +45,10 @@ export const NCCL_UNIQUE_ID_BYTES = 128;
 
 /**
  * An NCCL / RCCL communicator over the same ranks as `mpi`: rank 0 makes the unique id, MPI
- * broadcasts it, every rank joins with ncclCommInitRank on `device`. Host typed arrays are staged
- * through device memory (a world-size-1 check on a GPU machine; the GPU engine's device gradients
- * going straight to NCCL is planned). Not run on a GPU yet.
+ * broadcasts it, every rank joins with ncclCommInitRank on `device`. Its own allreduceSum and
+ * broadcast stage host typed arrays through device memory; a GPU model's gradients are reduced on
+ * the device instead (runMicroBatches / DeviceGradientAllReduce hand this communicator to the
+ * engine). Not run on a GPU yet.
  */
 export class NcclCommunicator {
   readonly rank: number;
@@ -72,6 +73,11 @@ export class NcclCommunicator {
   broadcast(buffer: Uint8Array, root = 0): void {
     const h = this.#live();
     call(() => binding().broadcast(h, buffer, root));
+  }
+
+  /** The native communicator, for the engine's device reduce (Model.setupDeviceReduce). @internal */
+  get nativeHandle(): unknown {
+    return this.#live();
   }
 
   destroy(): void {

@@ -1,4 +1,4 @@
-import { createCommunicator } from '@agentrl/parallel';
+import { createCommunicator, probeNccl } from '@agentrl/parallel';
 import { parseConfig, resolveConfig } from '../config/load.js';
 import { deepMerge } from '../config/merge.js';
 import type { TrainConfig } from '../config/schema.js';
@@ -45,13 +45,13 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
   const comm = createCommunicator();
   const lead = comm.rank === 0;
   const { run, cfg, resume, restart, isNew } = openRun(args, lead);
-  assertRanksSupported(cfg, comm.size);
   if (args.flags['print-config']) {
     if (lead) process.stdout.write(`${JSON.stringify(cfg, null, 2)}\n`);
     comm.finalize();
     return 0;
   }
   assertDeviceRuns(cfg.device); // before the data is read: a --device that cannot run stops here
+  assertRanksSupported(cfg, comm.size);
   // Other ranks are silent: rank 0 speaks for the job.
   const progress = lead ? createProgress(cfg.progress) : SILENT;
   const split = await loadSplit(cfg, (l) => progress.log(l));
@@ -131,12 +131,17 @@ function openRun(args: ParsedArgs, lead: boolean): OpenedRun {
   return { run, cfg, resume, restart: resume === null, isNew: false };
 }
 
-/** What a data-parallel job (more than one rank) cannot do yet stops here, with what to do instead. */
-function assertRanksSupported(cfg: TrainConfig, ranks: number): void {
-  if (ranks > 1 && cfg.device !== 'cpu') {
+/**
+ * GPU ranks reduce their gradients on the device with NCCL (cuda) or RCCL (rocm): a job of more
+ * than one GPU rank without it stops here, before any data is read, with the reason and the way out.
+ */
+export function assertRanksSupported(cfg: TrainConfig, ranks: number): void {
+  if (ranks <= 1 || cfg.device === 'cpu') return;
+  const probe = probeNccl();
+  if (!probe.available) {
     throw new TrainerError(
       'USAGE',
-      `--device ${cfg.device} with ${ranks} ranks needs NCCL/RCCL gradients, which are planned; data-parallel ranks train on the cpu device today`,
+      `--device ${cfg.device} with ${ranks} ranks all-reduces gradients with ${cfg.device === 'cuda' ? 'NCCL' : 'RCCL'}, which is ${probe.detail}; install it (or set AGENTRL_NCCL_LIBRARY), or train the ranks with --device cpu`,
     );
   }
 }

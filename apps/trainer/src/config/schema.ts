@@ -279,13 +279,19 @@ export const ParallelConfigSchema = z
       .max(4096)
       .default(25)
       .describe(
-        "MiB of float64 gradient accumulator per all-reduce bucket under mpirun (PyTorch DDP's 25 by default); a larger parameter gets a bucket of its own",
+        "MiB of gradient (float64 accumulator; fp32 for GPU ranks with exact: false) per all-reduce bucket under mpirun (PyTorch DDP's 25 by default); a larger parameter gets a bucket of its own",
       ),
     overlap: z
       .boolean()
       .default(true)
       .describe(
-        "start each bucket's all-reduce on MPI's comm thread as soon as the last micro-batch's backward has finished it (CPU ranks); false: one blocking all-reduce after the backward",
+        "start each bucket's all-reduce as soon as the last micro-batch's backward has finished it (CPU ranks: on MPI's comm thread; GPU ranks: ncclAllReduce on a side stream); false: every bucket after the backward",
+      ),
+    exact: z
+      .boolean()
+      .default(true)
+      .describe(
+        'GPU ranks: reduce a float64 gradient accumulator on the device, so any number of ranks ends with the same bits (8 bytes per parameter); false: NCCL/RCCL sums the fp32 gradients in place (no extra memory, the sum in NCCL order). CPU ranks always reduce float64',
       ),
   })
   .describe('data-parallel gradients under mpirun (no effect in a single process)');

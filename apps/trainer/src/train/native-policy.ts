@@ -190,7 +190,8 @@ export class NativeTrainer implements TrainablePolicy {
    * hidden-state gradient crossing to the host). Under mpirun every rank holds the same
    * micro-batches (advantages and RoC were decided per group before), runs micro-batches
    * i % size === rank normalised by the global token count, and the gradients are all-reduced, so
-   * the update is the single-process one (@agentrl/parallel; CPU models only). With `--engine` a
+   * the update is the single-process one (@agentrl/parallel: float64 over MPI on CPU ranks, NCCL /
+   * RCCL on the device for GPU ranks). With `--engine` a
    * rank holds only its own micro-batches (holes elsewhere) and `totals` gives the step's normalisers.
    */
   policyStep(
@@ -247,7 +248,7 @@ export class NativeTrainer implements TrainablePolicy {
   /** Buckets and overlap of the data-parallel gradient all-reduce (config `parallel`). */
   private get reduceOptions() {
     const p = this.cfg.parallel;
-    return { bucketBytes: Math.round(p.bucketMb * 1024 * 1024), overlap: p.overlap };
+    return { bucketBytes: Math.round(p.bucketMb * 1024 * 1024), overlap: p.overlap, exact: p.exact };
   }
 
   /** The CPU micro-batch loss: forward, fused-linear loss on the host, backward. */

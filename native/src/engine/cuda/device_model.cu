@@ -90,6 +90,28 @@ struct Cache {
   std::vector<Buf> k, v;  // per layer: [cap][kv_heads * head_dim] each
 };
 
+// Data-parallel gradient reduction state: the buckets, the float64 accumulator (exact mode) and the
+// side stream the all-reduces run on, ordered after the compute (default) stream by events.
+struct Reducer {
+  AgentrlGpuReduce spec{};
+  std::vector<int64_t> start, end;
+  std::vector<int32_t> stage;
+  DevArray<double> acc;
+  gpuStream_t comm = nullptr;
+  gpuEvent_t ready = nullptr, done = nullptr;
+  bool armed = false;
+  int next = 0, started = 0;
+  Reducer() = default;
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+  ~Reducer() {
+    if (comm) (void)gpuStreamSynchronize(comm);
+    if (ready) (void)gpuEventDestroy(ready);
+    if (done) (void)gpuEventDestroy(done);
+    if (comm) (void)gpuStreamDestroy(comm);
+  }
+};
+
 class DeviceModel {
  public:
   explicit DeviceModel(const AgentrlGpuLayout& l) : c_(l.config), num_(static_cast<size_t>(l.num_params)) {
@@ -124,6 +146,11 @@ class DeviceModel {
   void Extend(Cache* const* caches, int batch, const int32_t* tokens, const int32_t* counts, float* logits_out);
   void SampleLast(int rows, const double* params, double* out);
   kernels::Metrics PolicyLoss(AgentrlGpuPolicyLossArgs* a);
+  void ReduceSetup(const AgentrlGpuReduce& spec);
+  void ReduceAccumulate();
+  void ReduceArm();
+  int ReduceFinish();
+  ~DeviceModel();
 
   void BackwardHost(const float* d_hidden, const float* d_lm) {
     d_hidden_.Upload(d_hidden, static_cast<size_t>(total_) * c_.hidden);
@@ -160,6 +187,10 @@ class DeviceModel {
   void LayerForward(int layer, const float* x_in, float* x_out, Acts& a, int total, bool cached,
                     const IBuf* seq_of, const IBuf* pos, const DevArray<CachePtrs>* caches);
   void LayerBackward(int layer, const float* x_in, Acts& a, float* dres);
+  // The backward calls this after each stage's gradients are final (see AgentrlGpuReduce::stage).
+  void StageDone(int stage);
+  void StartBucket(int b);
+  Reducer& Red();
 
   AgentrlGpuModelConfig c_;
   size_t num_;
@@ -196,6 +227,7 @@ class DeviceModel {
   IBuf ce_rows_, ce_targets_;
   DevArray<CachePtrs> cache_ptrs_;
   int last_batch_ = 0;
+  std::unique_ptr<Reducer> reduce_;
 };
 
 void DeviceModel::EnsureRope(int positions) {
@@ -374,14 +406,115 @@ void DeviceModel::Backward(const float* d_hidden, const float* d_lm) {
   dres_.Resize(T * h);
   RmsNormBackward(xs_[c_.layers].data(), params_.data() + norm_, rf_.data(), d_hidden, dres_.data(),
                   grads_.data() + norm_, total_, h, false);
+  StageDone(c_.layers);
   for (int l = c_.layers - 1; l >= 0; --l) {
     if (recompute_) {
       x_scratch_.Resize(T * h);
       LayerForward(l, xs_[l].data(), x_scratch_.data(), scratch_, total_, false, &seq_of_, &pos_, nullptr);
     }
     LayerBackward(l, xs_[l].data(), recompute_ ? scratch_ : acts_[l], dres_.data());
+    StageDone(l);
   }
   EmbedBackward(grads_.data() + embed_, tokens_.data(), dres_.data(), total_, h);
+  StageDone(-1);
+}
+
+// A reduce still in flight reads the gradients: the reducer waits for it before they are freed.
+DeviceModel::~DeviceModel() { reduce_.reset(); }
+
+Reducer& DeviceModel::Red() {
+  if (!reduce_) throw std::runtime_error("data-parallel reduce: call reduce setup first");
+  return *reduce_;
+}
+
+void DeviceModel::ReduceSetup(const AgentrlGpuReduce& spec) {
+  if (spec.all_reduce == nullptr || spec.comm == nullptr)
+    throw kernels::InvalidArgument("data-parallel reduce: no all-reduce function or communicator");
+  if (spec.num_buckets <= 0) throw kernels::InvalidArgument("data-parallel reduce: no buckets");
+  auto r = std::make_unique<Reducer>();
+  r->spec = spec;
+  r->start.assign(spec.start, spec.start + spec.num_buckets);
+  r->end.assign(spec.end, spec.end + spec.num_buckets);
+  r->stage.assign(spec.stage, spec.stage + spec.num_buckets);
+  // The buckets must cover every gradient exactly once (each is written back from its sum).
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int b = 0; b < spec.num_buckets; ++b) {
+    if (!(r->start[b] >= 0 && r->start[b] < r->end[b] && r->end[b] <= static_cast<int64_t>(num_)))
+      throw kernels::InvalidArgument("data-parallel reduce: bucket " + std::to_string(b) + " is out of range");
+    ranges.emplace_back(r->start[b], r->end[b]);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  int64_t at = 0;
+  for (const auto& range : ranges) {
+    if (range.first != at) break;
+    at = range.second;
+  }
+  if (at != static_cast<int64_t>(num_))
+    throw kernels::InvalidArgument("data-parallel reduce: the buckets must cover the gradients exactly once");
+  reduce_.reset();  // waits for a previous reducer's reduce in flight
+  if (spec.exact) {
+    r->acc.Resize(num_);
+    r->acc.Zero();
+  }
+  Check(gpuStreamCreateWithFlags(&r->comm, gpuStreamNonBlocking), "creating the reduce stream");
+  Check(gpuEventCreateWithFlags(&r->ready, gpuEventDisableTiming), "creating a reduce event");
+  Check(gpuEventCreateWithFlags(&r->done, gpuEventDisableTiming), "creating a reduce event");
+  reduce_ = std::move(r);
+}
+
+void DeviceModel::ReduceAccumulate() {
+  Reducer& r = Red();
+  if (r.armed) throw std::runtime_error("data-parallel reduce: accumulate while a reduce is armed");
+  if (r.spec.exact) AccumulateF64(r.acc.data(), grads_.data(), static_cast<int64_t>(num_));
+}
+
+void DeviceModel::ReduceArm() {
+  Reducer& r = Red();
+  r.armed = true;
+  r.next = 0;
+  r.started = 0;
+}
+
+void DeviceModel::StartBucket(int b) {
+  Reducer& r = *reduce_;
+  const int64_t at = r.start[b], n = r.end[b] - r.start[b];
+  void* buf = grads_.data() + at;
+  int dtype = 7;  // ncclFloat32
+  if (r.spec.exact) {
+    AccumulateF64(r.acc.data() + at, grads_.data() + at, n);
+    buf = r.acc.data() + at;
+    dtype = 8;  // ncclFloat64
+  }
+  // The side stream waits for what the compute stream has queued so far (this bucket's gradients).
+  Check(gpuEventRecord(r.ready, nullptr), "recording a reduce event");
+  Check(gpuStreamWaitEvent(r.comm, r.ready, 0), "ordering the reduce stream");
+  const int rc = r.spec.all_reduce(buf, buf, static_cast<size_t>(n), dtype, 0 /* ncclSum */, r.spec.comm, r.comm);
+  if (rc != 0) {
+    throw std::runtime_error("ncclAllReduce of gradient bucket " + std::to_string(b) + " failed (ncclResult " +
+                             std::to_string(rc) + ")");
+  }
+}
+
+void DeviceModel::StageDone(int stage) {
+  if (!reduce_ || !reduce_->armed) return;
+  Reducer& r = *reduce_;
+  while (r.next < static_cast<int>(r.start.size()) && r.stage[r.next] >= stage) {
+    StartBucket(r.next++);
+    r.started++;
+  }
+}
+
+int DeviceModel::ReduceFinish() {
+  Reducer& r = Red();
+  if (!r.armed) ReduceArm();
+  const int started = r.started;
+  while (r.next < static_cast<int>(r.start.size())) StartBucket(r.next++);
+  r.armed = false;
+  // The compute stream (the write-back, the optimizer step, the next forward) waits for every bucket.
+  Check(gpuEventRecord(r.done, r.comm), "recording a reduce event");
+  Check(gpuStreamWaitEvent(nullptr, r.done, 0), "ordering the compute stream");
+  if (r.spec.exact) WriteBackF64(grads_.data(), r.acc.data(), static_cast<int64_t>(num_));
+  return started;
 }
 
 double DeviceModel::CrossEntropy(const int32_t* targets, float scale) {
@@ -622,6 +755,28 @@ AGENTRL_EXPORT int agentrl_engine_sample(void* model, int rows, const double* pa
 }
 AGENTRL_EXPORT int agentrl_engine_policy_loss(void* model, AgentrlGpuPolicyLossArgs* args, char* err, int err_len) {
   return AbiGuard(err, err_len, [&] { args->metrics = M(model)->PolicyLoss(args); });
+}
+AGENTRL_EXPORT int agentrl_engine_reduce_setup(void* model, const AgentrlGpuReduce* spec, char* err, int err_len) {
+  return AbiGuard(err, err_len, [&] { M(model)->ReduceSetup(*spec); });
+}
+AGENTRL_EXPORT int agentrl_engine_reduce_accumulate(void* model, char* err, int err_len) {
+  return AbiGuard(err, err_len, [&] { M(model)->ReduceAccumulate(); });
+}
+AGENTRL_EXPORT int agentrl_engine_reduce_arm(void* model, char* err, int err_len) {
+  return AbiGuard(err, err_len, [&] { M(model)->ReduceArm(); });
+}
+AGENTRL_EXPORT int agentrl_engine_reduce_finish(void* model, int* started, char* err, int err_len) {
+  return AbiGuard(err, err_len, [&] { *started = M(model)->ReduceFinish(); });
+}
+AGENTRL_EXPORT int agentrl_engine_set_device(int device, int* count, char* err, int err_len) {
+  return AbiGuard(err, err_len, [&] {
+    agentrl::gpu::Check(gpuGetDeviceCount(count), "counting devices");
+    if (device >= *count) {
+      throw agentrl::kernels::InvalidArgument("device " + std::to_string(device) + " does not exist: " +
+                                              std::to_string(*count) + " visible");
+    }
+    if (device >= 0) agentrl::gpu::Check(gpuSetDevice(device), "selecting the device");
+  });
 }
 AGENTRL_EXPORT void agentrl_engine_transfers(int64_t* to_device, int64_t* to_host, int64_t* allocations) {
   *to_device = agentrl::gpu::Transfers().to_device.load();

@@ -22,6 +22,9 @@ void SwigluBackward(const float* g, const float* u, float* dg_inout, float* du, 
 void AddBias(float* y, const float* b, int rows, int n);
 void ColumnSum(const float* x, float* out, int rows, int n);  // out += column sums, fixed order
 void Add(float* y, const float* x, int64_t n);                // y += x
+// Data-parallel gradients: acc += g then g = 0; g = float(acc) then acc = 0 (exact, order-free sums).
+void AccumulateF64(double* acc, float* g, int64_t n);
+void WriteBackF64(float* g, double* acc, int64_t n);
 void GatherRows(const float* src, const int32_t* rows, float* dst, int n, int width);
 void ScatterRows(const float* src, const int32_t* rows, float* dst, int n, int width);
 // Per row: loss[i] = lse - z[tgt]; z := softmax(z) * scale, z[tgt] -= scale (model.cc's CE).

@@ -128,6 +128,22 @@ __global__ void AddKernel(float* y, const float* x, int64_t n) {
   if (i < n) y[i] += x[i];
 }
 
+__global__ void AccumulateF64Kernel(double* acc, float* g, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) {
+    acc[i] += static_cast<double>(g[i]);
+    g[i] = 0.f;
+  }
+}
+
+__global__ void WriteBackF64Kernel(float* g, double* acc, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) {
+    g[i] = static_cast<float>(acc[i]);
+    acc[i] = 0.0;
+  }
+}
+
 __global__ void GatherRowsKernel(const float* src, const int32_t* rows, float* dst, int width) {
   const int64_t r = blockIdx.x;
   const float* s = src + static_cast<int64_t>(rows[r]) * width;
@@ -270,6 +286,18 @@ void Add(float* y, const float* x, int64_t n) {
   if (n == 0) return;
   AGENTRL_LAUNCH(AddKernel, Blocks(n), kThreads, 0, y, x, n);
   Launched("add");
+}
+
+void AccumulateF64(double* acc, float* g, int64_t n) {
+  if (n == 0) return;
+  AGENTRL_LAUNCH(AccumulateF64Kernel, Blocks(n), kThreads, 0, acc, g, n);
+  Launched("gradient accumulate");
+}
+
+void WriteBackF64(float* g, double* acc, int64_t n) {
+  if (n == 0) return;
+  AGENTRL_LAUNCH(WriteBackF64Kernel, Blocks(n), kThreads, 0, g, acc, n);
+  Launched("gradient write-back");
 }
 
 void GatherRows(const float* src, const int32_t* rows, float* dst, int n, int width) {
