@@ -69,7 +69,7 @@ step() { # name, command...
 }
 export AGENTRL_CUDA=ON AGENTRL_HIP=OFF AGENTRL_CUDA_ARCH="${AGENTRL_CUDA_ARCH:-90a}" AGENTRL_GPU_TEST_DEVICE=cuda
 step "build (sm_${AGENTRL_CUDA_ARCH})" bash -c "cd '$root/native' && node scripts/build.mjs && npx tsc -p tsconfig.build.json"
-step "engine device tests" bash -c "cd '$root/packages/engine' && npx vitest run test/device.test.ts"
+step "engine device tests" bash -c "cd '$root/packages/engine' && npx vitest run test/device.test.ts test/device-index.test.ts"
 step "kernels device tests" bash -c "cd '$root/packages/kernels' && npx vitest run test/fused-linear-device.test.ts test/backends.test.ts test/bf16.test.ts"
 step "trainer device tests" bash -c "cd '$root/apps/trainer' && npx vitest run src/train/native-policy.test.ts -t 'with --device'"
 step "agentrl train --device cuda (smoke preset)" bash -c "cd '$root/test' && timeout 420 npx vitest run src/device-cli.test.ts"

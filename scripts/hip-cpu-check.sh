@@ -33,7 +33,7 @@ g++ -shared "$out"/*.o -ltbb -lpthread -o "$out/agentrl_hip.so"
 echo "hip-cpu: built $out/agentrl_hip.so"
 export AGENTRL_HIP_LIBRARY="$out/agentrl_hip.so" AGENTRL_GPU_TEST_DEVICE=rocm AGENTRL_GPU_GEMM=fallback
 if [ "${HIP_CPU_SKIP_DEVICE:-0}" != 1 ]; then  # HIP_CPU_SKIP_DEVICE=1: only the optional parts below
-  cd "$root/packages/engine" && nice npx vitest run test/device.test.ts "$@"
+  cd "$root/packages/engine" && nice npx vitest run test/device.test.ts test/device-index.test.ts "$@"
   cd "$root/packages/kernels" && nice npx vitest run test/fused-linear-device.test.ts "$@"
 fi
 if [ "${HIP_CPU_DP:-0}" = 1 ]; then

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAdamW, createModel, type Device, firstRunnableDevice, packSequences } from '@agentrl/engine';
+import { createAdamW, createModel, type Device, firstRunnableDevice } from '@agentrl/engine';
 import { tinyModelConfig } from '@agentrl/engine/testing';
 import { describe, expect, it } from 'vitest';
 import {
@@ -12,6 +12,7 @@ import {
   probeNccl,
   runMicroBatches,
 } from '../src/index.js';
+import { secondHalfMicroBatch } from './fixtures/micro-batch.js';
 import { mpirunMissing, results, runMpi } from './mpirun.js';
 
 // GPU ranks: gradients reduced on the device through NCCL / RCCL (DeviceGradientAllReduce). These
@@ -82,14 +83,7 @@ function batch(step: number, count: number) {
         (_, t) => (t * 13 + i * 7 + j + step) % 61,
       ),
     );
-    const packed = packSequences(seqs);
-    const mask = new Uint8Array(packed.tokenIds.length);
-    let at = 0;
-    for (const s of seqs) {
-      for (let t = Math.floor(s.length / 2); t < s.length; t++) mask[at + t] = 1;
-      at += s.length;
-    }
-    return { packed, mask, targets: mask.reduce((n, m) => n + m, 0) };
+    return secondHalfMicroBatch(seqs);
   });
 }
 

@@ -456,9 +456,15 @@ void DeviceModel::ReduceSetup(const AgentrlGpuReduce& spec) {
     r->acc.Resize(num_);
     r->acc.Zero();
   }
+#if !defined(AGENTRL_HIP_CPU)
   Check(gpuStreamCreateWithFlags(&r->comm, gpuStreamNonBlocking), "creating the reduce stream");
   Check(gpuEventCreateWithFlags(&r->ready, gpuEventDisableTiming), "creating a reduce event");
   Check(gpuEventCreateWithFlags(&r->done, gpuEventDisableTiming), "creating a reduce event");
+#endif
+  // HIP-CPU (the no-GPU check): no side stream. Its runtime drains every stream whenever the null
+  // stream synchronises, so a stream waiting on a null-stream event deadlocks there; and its
+  // launches already complete before the next call (AGENTRL_LAUNCH), so the all-reduce is called
+  // on finished gradients with the null stream, in order.
   reduce_ = std::move(r);
 }
 
@@ -486,8 +492,10 @@ void DeviceModel::StartBucket(int b) {
     dtype = 8;  // ncclFloat64
   }
   // The side stream waits for what the compute stream has queued so far (this bucket's gradients).
-  Check(gpuEventRecord(r.ready, nullptr), "recording a reduce event");
-  Check(gpuStreamWaitEvent(r.comm, r.ready, 0), "ordering the reduce stream");
+  if (r.comm) {
+    Check(gpuEventRecord(r.ready, nullptr), "recording a reduce event");
+    Check(gpuStreamWaitEvent(r.comm, r.ready, 0), "ordering the reduce stream");
+  }
   const int rc = r.spec.all_reduce(buf, buf, static_cast<size_t>(n), dtype, 0 /* ncclSum */, r.spec.comm, r.comm);
   if (rc != 0) {
     throw std::runtime_error("ncclAllReduce of gradient bucket " + std::to_string(b) + " failed (ncclResult " +
@@ -511,8 +519,10 @@ int DeviceModel::ReduceFinish() {
   while (r.next < static_cast<int>(r.start.size())) StartBucket(r.next++);
   r.armed = false;
   // The compute stream (the write-back, the optimizer step, the next forward) waits for every bucket.
-  Check(gpuEventRecord(r.done, r.comm), "recording a reduce event");
-  Check(gpuStreamWaitEvent(nullptr, r.done, 0), "ordering the compute stream");
+  if (r.comm) {
+    Check(gpuEventRecord(r.done, r.comm), "recording a reduce event");
+    Check(gpuStreamWaitEvent(nullptr, r.done, 0), "ordering the compute stream");
+  }
   if (r.spec.exact) WriteBackF64(grads_.data(), r.acc.data(), static_cast<int64_t>(num_));
   return started;
 }
