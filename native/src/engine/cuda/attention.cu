@@ -148,14 +148,17 @@ struct Packed {
   int total;
 };
 
-// Forward: kFwdRows query rows per block, G = kFwdLanes lanes each; key tiles of kFwdTile. The
-// tile's scores stay in registers (the key loop is unrolled), so the tile max is known before any
-// exp and the running state is rescaled once per tile.
-constexpr int kFwdLanes = 8, kFwdRows = 32, kFwdTile = 32;
+// Forward: kFwdRows query rows per block, G = kFwdLanes lanes each; key tiles of kFwdTile in shared
+// memory, scored kFwdChunk keys at a time into registers (an unrolled chunk: its max is known before
+// any exp, and the running state is rescaled once per chunk, only when the max moved). A whole tile
+// unrolled at once lets the compilers hoist every load of it: hipcc then needed 512 registers and
+// still spilled at head_dim 128.
+constexpr int kFwdLanes = 8, kFwdRows = 32, kFwdTile = 32, kFwdChunk = 8;
 
 __global__ void __launch_bounds__(kFwdRows* kFwdLanes)
     ForwardKernel(const float* q, const float* k, const float* v, float* out, float* lse, Packed pk, AttnShape s) {
-  constexpr int G = kFwdLanes, T = kFwdTile;
+  constexpr int G = kFwdLanes, T = kFwdTile, C = kFwdChunk;
+  static_assert(T % C == 0, "a key tile is whole chunks");
   alignas(16) __shared__ float ks[T][D];
   alignas(16) __shared__ float vs[T][D];
   const int d = s.head_dim, qs = s.heads * d, kvs = s.kv_heads * d;
@@ -172,27 +175,32 @@ __global__ void __launch_bounds__(kFwdRows* kFwdLanes)
   float m = -INFINITY, l = 0.f;
   for (int j0 = pk.cu[pk.seq_of[first]]; j0 <= last; j0 += T) {
     LoadTiles<T>(k, v, ks, vs, j0, last, kvs, g * d, d);
-    float sc[T];
-    float tile_max = -INFINITY;
+#pragma unroll 1
+    for (int r0 = 0; r0 < T; r0 += C) {
+      float sc[C];
+      float chunk_max = -INFINITY;
 #pragma unroll
-    for (int r = 0; r < T; ++r) {
-      const float dot = GroupSum<G>(qr.Dot(ks[r], lane));
-      const int j = j0 + r;
-      sc[r] = (live && j >= begin && j <= t) ? dot : -INFINITY;
-      tile_max = fmaxf(tile_max, sc[r]);
-    }
-    if (tile_max == -INFINITY) continue;  // nothing of this tile is visible to this row
-    const float m_new = fmaxf(m, tile_max);
-    const float corr = m == -INFINITY ? 0.f : expf(m - m_new);
-    l *= corr;
-    acc.Scale(corr);
+      for (int u = 0; u < C; ++u) {
+        const float dot = GroupSum<G>(qr.Dot(ks[r0 + u], lane));
+        const int j = j0 + r0 + u;
+        sc[u] = (live && j >= begin && j <= t) ? dot : -INFINITY;
+        chunk_max = fmaxf(chunk_max, sc[u]);
+      }
+      if (chunk_max == -INFINITY) continue;  // nothing of this chunk is visible to this row
+      const float m_new = fmaxf(m, chunk_max);
+      if (m_new != m) {
+        const float corr = m == -INFINITY ? 0.f : expf(m - m_new);
+        l *= corr;
+        acc.Scale(corr);
+        m = m_new;
+      }
 #pragma unroll
-    for (int r = 0; r < T; ++r) {
-      const float p = sc[r] == -INFINITY ? 0.f : expf(sc[r] - m_new);
-      l += p;
-      acc.Axpy(p, vs[r], lane);
+      for (int u = 0; u < C; ++u) {
+        const float p = sc[u] == -INFINITY ? 0.f : expf(sc[u] - m);
+        l += p;
+        acc.Axpy(p, vs[r0 + u], lane);
+      }
     }
-    m = m_new;
   }
   if (!live) return;
   acc.Store(out + static_cast<int64_t>(t) * qs + h * d, d, lane, 1.0f / l);
