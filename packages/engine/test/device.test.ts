@@ -15,8 +15,8 @@ import {
 } from '../src/device.js';
 import { createGenerator } from '../src/generator.js';
 import { createModel, type Model } from '../src/model.js';
-import { createAdamW } from '../src/optimizer.js';
 import type { CacheHandle } from '../src/native.js';
+import { createAdamW } from '../src/optimizer.js';
 import { createRng, sampleToken } from '../src/sampling.js';
 import { logSoftmaxAt, tinyConfig } from './helpers.js';
 
