@@ -15,9 +15,10 @@
 // outside any per-row branch (dead and masked rows run the loop and mask their scores): CUDA's
 // full-mask shuffle needs the whole warp, HIP-CPU's is a block barrier.
 //
-// ptxas (sm_90a, -O3 --use_fast_math): no kernel spills and every one stays under 128 registers
-// (figures in BENCHMARKS.md). Plain fp32 FMA, not yet run on a GPU: correct and tiled, not tuned
-// for tensor cores (the native README says what an mma / wgmma / MFMA version would change).
+// At head_dim 128 no kernel spills, on sm_90a (ptxas: at most 123 registers, dK/dV's) or gfx90a
+// (hipcc: no scratch); figures in BENCHMARKS.md, kept by packages/engine/test/attention-registers
+// .test.ts. Plain fp32 FMA, not yet run on a GPU: correct and tiled, speed unmeasured, no tensor
+// cores (native/README.md says what an mma / wgmma / MFMA version would change).
 #include <cmath>
 
 #include "engine/cuda/device_ops.h"
