@@ -1,6 +1,7 @@
 // One source for CUDA and HIP: kernels under src/**/cuda/*.cu include this header and use the gpu*
 // names below; nvcc builds them into agentrl_cuda.so and hipcc (HIP_PLATFORM=amd) into agentrl_hip.so.
-// Kernels avoid warp shuffles (warp 32 on NVIDIA, wavefront 64 on CDNA) and reduce in shared memory.
+// Block-wide reductions stay in shared memory (block_reduce.h); the one warp primitive used is
+// gpuShflXor below, within lane groups of at most 32 (so the same on a warp of 32 and a wavefront of 64).
 #pragma once
 
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__) || defined(AGENTRL_HIP_CPU)
@@ -100,6 +101,20 @@ using gpuEvent_t = cudaEvent_t;
 #include <string>
 
 namespace agentrl::gpu {
+
+/**
+ * v from the lane whose index differs from this one's in the bits of `mask` (mask < 32, so the
+ * partner is in the same warp on NVIDIA and the same wavefront on CDNA). Every lane of the warp
+ * must call it together: full mask on CUDA, and on HIP-CPU the shuffle is a block-wide barrier, so
+ * every thread of the block must reach each call (keep calls out of divergent branches).
+ */
+__device__ inline float gpuShflXor(float v, int mask) {
+#if defined(AGENTRL_GPU_IS_HIP)
+  return __shfl_xor(v, mask);
+#else
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+#endif
+}
 
 /** Throws with the call site and the runtime's message; the C ABI wrappers turn it into an error string. */
 inline void Check(gpuError_t err, const char* what) {

@@ -15,6 +15,7 @@ import {
 } from '../src/device.js';
 import { createGenerator } from '../src/generator.js';
 import { createModel, type Model } from '../src/model.js';
+import type { CacheHandle } from '../src/native.js';
 import { createAdamW } from '../src/optimizer.js';
 import { createRng, sampleToken } from '../src/sampling.js';
 import { logSoftmaxAt, tinyConfig } from './helpers.js';
@@ -42,7 +43,7 @@ function rel(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return num / den;
 }
 
-// Lengths that cross the attention kernels' 64-row blocks and 32-key tiles, in one packed batch.
+// Lengths that cross the attention kernels' 32-row blocks and 32-key tiles, in one packed batch.
 const seqs = [
   Array.from({ length: 70 }, (_, i) => (i * 7 + 3) % 50),
   [4, 9, 1, 3, 3],
@@ -52,6 +53,21 @@ const configs = {
   qwen3: tinyConfig(),
   qwen2: tinyConfig({ architectures: ['Qwen2ForCausalLM'], tie_word_embeddings: false, head_dim: 16 }),
   llama: tinyConfig({ architectures: ['LlamaForCausalLM'], num_key_value_heads: 4, attention_bias: true }),
+};
+
+// The attention kernels give each row to 8 lanes of float4 chunks (columns 4 (lane + 8 i)): head_dim
+// 128 (Qwen3's) fills every chunk, 40 leaves lanes past the first 32 columns half empty, 6 ends
+// inside a chunk; GQA 2:1, 4:1 and none; a fourth sequence of 100 tokens spans 4 key tiles.
+const attnSeqs = [...seqs, Array.from({ length: 100 }, (_, i) => (i * 13 + 1) % 50)];
+const attnConfigs = {
+  'head_dim 128, GQA 2:1': tinyConfig({ head_dim: 128, max_position_embeddings: 256 }),
+  'head_dim 40, GQA 4:1': tinyConfig({ head_dim: 40, num_key_value_heads: 1, max_position_embeddings: 256 }),
+  'head_dim 6, no GQA': tinyConfig({
+    architectures: ['Qwen2ForCausalLM'],
+    head_dim: 6,
+    num_key_value_heads: 4,
+    max_position_embeddings: 256,
+  }),
 };
 
 /** The reference loss options: clip-higher 0.2 / 0.28, dual clip 3, token-mean. */
@@ -66,6 +82,27 @@ const GRPO_ROC_LOSS = {
 
 function pair(cfg: (typeof configs)[keyof typeof configs], seed = 3): [Model, Model] {
   return [createModel(cfg, { seed }), createModel(cfg, { seed, device: gpu, precision })];
+}
+
+type Step = (tokens: number[], counts: number[]) => void;
+/** Logits of each `step` through two KV caches of `m` (extend: counts[b] new tokens of cache b). */
+function cachedLogits(
+  m: Model,
+  steps: (m: Model, step: Step, caches: CacheHandle[]) => void,
+): Float32Array[] {
+  const V = m.shape.vocab;
+  const caches = [m.native.createCache(m.handle), m.native.createCache(m.handle)];
+  const out: Float32Array[] = [];
+  steps(
+    m,
+    (tokens, counts) => {
+      const logits = new Float32Array(counts.length * V);
+      m.native.extend(m.handle, caches, Int32Array.from(tokens), Int32Array.from(counts), logits);
+      out.push(logits);
+    },
+    caches,
+  );
+  return out;
 }
 
 describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
@@ -142,25 +179,15 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
 
   it.skipIf(!device)('KV-cache prefill, decode and truncation give the CPU logits', () => {
     const [cpu, dev] = pair(configs.qwen2, 11);
-    const V = cpu.shape.vocab;
-    const run = (m: Model): Float32Array[] => {
-      const caches = [m.native.createCache(m.handle), m.native.createCache(m.handle)];
-      const out: Float32Array[] = [];
-      const step = (tokens: number[], counts: number[]) => {
-        const logits = new Float32Array(counts.length * V);
-        m.native.extend(m.handle, caches, Int32Array.from(tokens), Int32Array.from(counts), logits);
-        out.push(logits);
-      };
+    const steps = (m: Model, step: Step, caches: CacheHandle[]) => {
       step([...(seqs[0] ?? []).slice(0, 40), ...(seqs[2] ?? [])], [40, 33]);
       for (let s = 0; s < 3; s++) step([s + 1, s + 2], [1, 1]);
       m.native.cacheTruncate(caches[0]!, 20);
       step([5, 6, 7, 8], [3, 1]);
-      return out;
     };
-    const a = run(cpu);
-    const b = run(dev);
-    a.forEach((l, i) => {
-      expect(rel(b[i] ?? [], l)).toBeLessThan(1e-5);
+    const a = cachedLogits(cpu, steps);
+    cachedLogits(dev, steps).forEach((l, i) => {
+      expect(rel(l, a[i] ?? [])).toBeLessThan(1e-5);
     });
   });
 
@@ -381,6 +408,38 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
       dev.sftLoss(batch, mask);
       const s1 = deviceTransfers(dev);
       expect(s1.toHost - s0.toHost).toBeLessThanOrEqual(4 * T);
+    },
+  );
+
+  it.skipIf(!device).each(Object.entries(attnConfigs))(
+    `attention at %s: forward, sftLoss and every gradient match (${precision}: ${forwardTol})`,
+    (_n, cfg) => {
+      const [cpu, dev] = pair(cfg, 13);
+      const batch = packSequences(attnSeqs);
+      expect(rel(dev.forwardHidden(batch).hidden, cpu.forwardHidden(batch).hidden)).toBeLessThan(forwardTol);
+      const mask = new Uint8Array(batch.tokenIds.length).fill(1);
+      const lc = cpu.sftLoss(batch, mask);
+      expect(Math.abs(dev.sftLoss(batch, mask).loss - lc.loss)).toBeLessThan(1e-5 * lc.loss);
+      const pc = cpu.parameters();
+      dev.parameters().forEach((p, i) => {
+        expect(rel(p.grad, pc[i]?.grad ?? []), p.name).toBeLessThan(1e-4);
+      });
+    },
+  );
+
+  it.skipIf(!device).each(Object.entries(attnConfigs))(
+    'attention at %s: KV-cache decode past a 128-key tile gives the CPU logits',
+    (_n, cfg) => {
+      const [cpu, dev] = pair(cfg, 19);
+      const steps = (_m: Model, step: Step) => {
+        step([...(attnSeqs[3] ?? []), ...(attnSeqs[0] ?? [])], [100, 70]);
+        step([...(attnSeqs[3] ?? []).slice(1), 9], [99, 1]); // cache 0: 199 keys, 2 key tiles
+        for (let s = 0; s < 3; s++) step([s + 1, s + 7], [1, 1]);
+      };
+      const a = cachedLogits(cpu, steps);
+      cachedLogits(dev, steps).forEach((l, i) => {
+        expect(rel(l, a[i] ?? []), `step ${i}`).toBeLessThan(forwardTol);
+      });
     },
   );
 

@@ -1,0 +1,93 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+// The device attention kernels' register budget, read from the compilers (no GPU needed): at
+// head_dim 128 a thread that held whole rows spilled to local memory (255 registers and up to
+// 3.2 KB of spill per thread on sm_90a), which is what would make them slow on an H200. Built with
+// native/CMakeLists.txt's flags; each compiler that is not installed is skipped, with the reason.
+const src = fileURLToPath(new URL('../../../native/src/engine/cuda/attention.cu', import.meta.url));
+const include = fileURLToPath(new URL('../../../native/src', import.meta.url));
+const kernels = [
+  'ForwardKernel',
+  'DkDvKernel',
+  'DqKernel',
+  'DeltaKernel',
+  'CachedKernel',
+  'CacheWriteKernel',
+];
+
+function find(name: string, env: string | undefined, fallback: string): string | undefined {
+  if (env && existsSync(env)) return env;
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    if (dir && existsSync(join(dir, name))) return join(dir, name);
+  }
+  return existsSync(fallback) ? fallback : undefined;
+}
+const nvcc = find('nvcc', process.env.CUDACXX, '/usr/local/cuda/bin/nvcc');
+const hipcc = find('hipcc', undefined, '/opt/rocm/bin/hipcc');
+const out = mkdtempSync(join(tmpdir(), 'agentrl-attn-regs-'));
+afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+/** The compiler's report (stdout + stderr) of one compile of attention.cu; throws with it on failure. */
+function report(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', env });
+  const text = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+  if (r.status !== 0) throw new Error(`${cmd} failed on ${src} (${r.error ?? `exit ${r.status}`}):\n${text}`);
+  return text;
+}
+
+/** The block of lines of `text` that follows the line naming `kernel`, up to the next kernel. */
+function section(text: string, start: RegExp, kernel: string): string {
+  const blocks = text.split(start);
+  const found = blocks.find((b) => new RegExp(`^\\S*\\d${kernel}E`).test(b.trimStart()));
+  if (!found) throw new Error(`no report for ${kernel} in:\n${text}`);
+  return found;
+}
+const num = (block: string, re: RegExp): number => Number(re.exec(block)?.[1] ?? Number.NaN);
+
+describe(`attention kernels' registers on sm_90a (${nvcc ? nvcc : 'skipped: no nvcc on PATH or /usr/local/cuda/bin'})`, () => {
+  it.skipIf(!nvcc)('no spills, no stack, <= 128 registers and <= 48 KiB shared memory per kernel', () => {
+    const text = report(nvcc as string, [
+      ...['-O3', '--use_fast_math', '-gencode=arch=compute_90a,code=sm_90a', '-Xptxas', '-v'],
+      ...['-I', include, '-c', src, '-o', join(out, 'attention.o')],
+    ]);
+    for (const k of kernels) {
+      const b = section(text, /Compiling entry function '_Z/, k);
+      expect(num(b, /(\d+) bytes spill stores/), `${k} spill stores`).toBe(0);
+      expect(num(b, /(\d+) bytes spill loads/), `${k} spill loads`).toBe(0);
+      expect(num(b, /(\d+) bytes stack frame/), `${k} stack`).toBe(0);
+      expect(num(b, /Used (\d+) registers/), `${k} registers`).toBeLessThanOrEqual(128);
+      const smem = /(\d+) bytes smem/.exec(b);
+      expect(Number(smem?.[1] ?? 0), `${k} shared memory`).toBeLessThanOrEqual(48 * 1024);
+    }
+  });
+});
+
+describe(`attention kernels' scratch on gfx90a (${hipcc ? hipcc : 'skipped: no hipcc on PATH or /opt/rocm/bin'})`, () => {
+  it.skipIf(!hipcc)('no scratch (spill) memory in any kernel', () => {
+    const text = report(
+      hipcc as string,
+      [
+        ...['--offload-arch=gfx90a', '-O3', '-fPIC', '-std=c++17', '-fno-math-errno', '-x', 'hip'],
+        ...[
+          '-Rpass-analysis=kernel-resource-usage',
+          '-I',
+          include,
+          '-c',
+          src,
+          '-o',
+          join(out, 'attention-hip.o'),
+        ],
+      ],
+      { ...process.env, HIP_PLATFORM: 'amd' },
+    );
+    for (const k of kernels) {
+      const b = section(text, /Function Name: _Z/, k);
+      expect(num(b, /ScratchSize \[bytes\/lane\]: (\d+)/), `${k} scratch`).toBe(0);
+    }
+  });
+});
