@@ -11,6 +11,14 @@ mkdir -p .gpu/node/bin
 [ -x .gpu/node/bin/node ] || { xz -dc .gpu/node.xz > .gpu/node/bin/node && chmod +x .gpu/node/bin/node; }
 [ -d node_modules/.pnpm ] || tar -xJf .gpu/node_modules.txz
 echo "gpu-remote: unpacked in $((SECONDS - t0)) s; $(.gpu/node/bin/node --version)"
+# The executor's sandbox for the trainer's smoke runs: the machine's bubblewrap, else the carried one.
+if ! command -v bwrap >/dev/null && [ -x .gpu/bin/bwrap ]; then
+  mkdir -p .gpu/bwrap-bin && cp .gpu/bin/bwrap .gpu/bwrap-bin/bwrap-real
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$root/.gpu/lib" "$root/.gpu/bwrap-bin/bwrap-real" > .gpu/bwrap-bin/bwrap
+  chmod +x .gpu/bwrap-bin/bwrap
+  export PATH="$root/.gpu/bwrap-bin:$PATH"
+  echo "gpu-remote: bwrap from the bundle ($(bwrap --version 2>&1 | head -1))"
+fi
 export AGENTRL_NODE_DIR="$root/.gpu/node" GPU_CHECK_LOG="${OUT:-$root}/gpu-check.log"
 timeout 540 bash scripts/gpu-check.sh ${GPU_CHECK_ARGS:-}
 rc=$?
