@@ -74,7 +74,7 @@ step "kernels device tests" bash -c "cd '$root/packages/kernels' && npx vitest r
 step "trainer device tests" bash -c "cd '$root/apps/trainer' && npx vitest run src/train/native-policy.test.ts -t 'with --device'"
 step "agentrl train --device cuda (smoke preset)" bash -c "cd '$root/test' && timeout 420 npx vitest run src/device-cli.test.ts"
 step "NCCL all-reduce at world size 1" bash -c "cd '$root/packages/parallel' && timeout 120 node --conditions=@agentrl/source --import tsx test/fixtures/nccl-world1.ts"
-step "data-parallel gradients on the device through NCCL (world size 1; 2 ranks with 2+ GPUs)" bash -c "cd '$root/packages/parallel' && timeout 300 npx vitest run test/device-data-parallel.test.ts"
+step "data-parallel gradients on the device through NCCL (world size 1; 2 ranks with 2+ GPUs)" bash -c "cd '$root/packages/parallel' && timeout 300 npx vitest run test/device-data-parallel.test.ts && cd '$root/test' && timeout 300 npx vitest run src/device-data-parallel.test.ts"
 step "bf16 variant of the engine forward tests" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_PRECISION=bf16 npx vitest run test/device.test.ts -t 'forward hidden'"
 step "agentrl GPU bench" bash -c "cd '$root/packages/engine' && timeout 240 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
 if python3 -c 'import torch, transformers' 2>/dev/null; then

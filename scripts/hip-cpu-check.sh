@@ -14,7 +14,8 @@
 #   (the smoke preset, fp32 and --precision bf16: several minutes each through HIP-CPU)
 #   HIP_CPU_DP=1 ... also runs GPU-rank data parallelism (packages/parallel/test/device-data-parallel.test.ts):
 #   the device gradient reduce through a stand-in RCCL over MPI (test/fixtures/fake-libs/mpi_rccl.c,
-#   built with mpicc; "device" memory is host memory here), at world size 1 and under mpirun -n 2
+#   built with mpicc; "device" memory is host memory here), at world size 1 and under mpirun -n 2, and
+#   `agentrl train --device rocm` as 2 ranks against 1 (test/src/device-data-parallel.test.ts)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 : "${HIP_CPU_ROOT:?set HIP_CPU_ROOT to a checkout of github.com/ROCm/HIP-CPU}"
@@ -42,8 +43,10 @@ if [ "${HIP_CPU_DP:-0}" = 1 ]; then
   fake="$root/packages/parallel/test/fixtures/fake-libs"
   mpicc -shared -fPIC -O2 "$fake/mpi_rccl.c" -o "$dp/librccl.so.1"
   gcc -shared -fPIC -O2 "$fake/fake_amdhip64.c" -o "$dp/libamdhip64.so.6"
-  cd "$root/packages/parallel" && AGENTRL_NCCL_LIBRARY="$dp/librccl.so.1" LD_LIBRARY_PATH="$dp:${LD_LIBRARY_PATH:-}" \
-    AGENTRL_DP_SHARED_DEVICE=1 nice npx vitest run test/device-data-parallel.test.ts
+  export AGENTRL_NCCL_LIBRARY="$dp/librccl.so.1" LD_LIBRARY_PATH="$dp:${LD_LIBRARY_PATH:-}" AGENTRL_DP_SHARED_DEVICE=1
+  cd "$root/packages/parallel" && nice npx vitest run test/device-data-parallel.test.ts
+  # and the trainer: mpirun -n 2 agentrl train --device rocm against -n 1 (a few minutes through HIP-CPU)
+  cd "$root/test" && nice npx vitest run src/device-data-parallel.test.ts
 fi
 if [ "${HIP_CPU_TRAINER:-0}" = 1 ]; then
   cd "$root/apps/trainer" && nice npx vitest run src/train/native-policy.test.ts -t 'with --device'
