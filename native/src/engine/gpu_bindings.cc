@@ -486,6 +486,9 @@ Napi::Value ReduceSetup(const Napi::CallbackInfo& info) {
   auto starts = Typed<double>(info[2], "bucket starts");
   auto ends = Typed<double>(info[3], "bucket ends");
   auto stages = Typed<int32_t>(info[4], "bucket stages");
+  if (starts.TypedArrayType() != napi_float64_array || ends.TypedArrayType() != napi_float64_array ||
+      stages.TypedArrayType() != napi_int32_array)
+    throw Napi::TypeError::New(info.Env(), "engine: reduceSetup takes Float64Array starts and ends, Int32Array stages");
   const size_t nb = starts.ElementLength();
   if (ends.ElementLength() != nb || stages.ElementLength() != nb || nb == 0 || nb > (1u << 30))
     throw Napi::RangeError::New(info.Env(), "engine: reduceSetup needs as many bucket ends and stages as starts");

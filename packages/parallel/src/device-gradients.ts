@@ -65,6 +65,9 @@ export function planDeviceBuckets(
   return buckets;
 }
 
+// The reducer whose buckets the model's device object holds now (setupDeviceReduce replaces them).
+const active = new WeakMap<DeviceGradientSource, DeviceGradientAllReduce>();
+
 /**
  * Data-parallel gradients of a GPU model, reduced on the device with NCCL / RCCL: nothing crosses to
  * the host. The same contract as GradientAllReduce: `accumulate()` after each micro-batch but the
@@ -92,7 +95,7 @@ export class DeviceGradientAllReduce {
 
   constructor(
     private readonly model: DeviceGradientSource,
-    nccl: NcclCommunicator,
+    private readonly nccl: NcclCommunicator,
     options: GradientReduceOptions = {},
   ) {
     const bucketBytes = options.bucketBytes ?? DEFAULT_BUCKET_BYTES;
@@ -112,7 +115,20 @@ export class DeviceGradientAllReduce {
     if (this.buckets.length === 0) {
       throw new DistError(DistErrorCode.INVALID_ARGUMENT, 'the model has no gradients to reduce');
     }
-    model.setupDeviceReduce(nccl.nativeHandle, this.buckets, this.exact);
+    this.activate();
+  }
+
+  /** Hands this reducer's buckets (and a fresh accumulator) to the device, between steps only. */
+  private activate(): void {
+    if (active.get(this.model) === this) return;
+    if (this.micro > 0) {
+      throw new DistError(
+        DistErrorCode.INVALID_ARGUMENT,
+        'another reducer of this model ran in the middle of this one\'s step: finish a step with runLast before starting another reducer',
+      );
+    }
+    this.model.setupDeviceReduce(this.nccl.nativeHandle, this.buckets, this.exact);
+    active.set(this.model, this);
   }
 
   get microBatches(): number {
@@ -125,12 +141,14 @@ export class DeviceGradientAllReduce {
 
   /** A micro-batch before this rank's last: into the float64 accumulator (exact), or left in the fp32 gradients. */
   accumulate(): void {
+    this.activate();
     this.model.deviceReduceAccumulate();
     this.micro++;
   }
 
   /** This rank's last micro-batch: `work()` runs its forward and one backward, which starts the buckets. */
   runLast<R>(work: () => R): R {
+    this.activate();
     if (this.overlap) this.model.deviceReduceArm();
     let r: R;
     try {
