@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Device, firstRunnableDevice } from '@agentrl/engine';
-import { mpirunMissing, probeNccl, runMpirun } from '@agentrl/parallel';
+import { mpirunMissing, probeNccl } from '@agentrl/parallel';
 import { withoutTiming } from 'agentrl';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO, readJsonl, TEST_DIR } from './cli.js';
-import { checkpointHashes } from './mpi-train.js';
+import { readJsonl } from './cli.js';
+import { checkpointHashes, mpirunTrain } from './mpi-train.js';
 
 /**
  * `mpirun -n 2 agentrl train --device <gpu>` against `mpirun -n 1`: GPU ranks whose gradients are
@@ -31,22 +31,16 @@ afterAll(() => rmSync(runs, { recursive: true, force: true }));
 
 // a short smoke run: 4 SFT steps and one RL step, small micro-batches so both ranks train
 const train = (n: number, name: string) =>
-  runMpirun(
+  mpirunTrain(
     n,
     [
-      ...[
-        process.execPath,
-        '--conditions=@agentrl/source',
-        '--import',
-        'tsx',
-        join(REPO, 'apps/trainer/src/bin.ts'),
-      ],
       ...['train', '--preset', 'smoke', '--device', device ?? 'cuda', '--runsDir', runs, '--name', name],
       ...['--no-progress', '--rl.microBatchTokens', '400', '--sft.steps', '4', '--checkpointEvery', '1'],
       ...['--rl.stages', '[{"name":"s1","steps":1,"maxResponseTokens":24}]', '--rl.promptsPerStep', '2'],
       ...['--rl.n', '4', '--eval.problems', '1', '--eval.maxResponseTokens', '16'],
     ],
-    { cwd: TEST_DIR, env: { OMP_NUM_THREADS: '1', OMPI_MCA_mpi_yield_when_idle: '1' }, timeoutMs: 900_000 },
+    undefined,
+    900_000,
   );
 
 describe.skipIf(why !== undefined)(

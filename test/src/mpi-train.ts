@@ -5,7 +5,12 @@ import { runMpirun } from '@agentrl/parallel';
 import { REPO, TEST_DIR } from './cli.js';
 
 /** `mpirun -n <n> agentrl <args>` from source: real ranks under Open MPI. */
-export const mpirunTrain = (n: number, args: string[], onStart?: (pid: number) => void) =>
+export const mpirunTrain = (
+  n: number,
+  args: string[],
+  onStart?: (pid: number) => void,
+  timeoutMs = 400_000,
+) =>
   runMpirun(
     n,
     [
@@ -20,7 +25,7 @@ export const mpirunTrain = (n: number, args: string[], onStart?: (pid: number) =
     {
       cwd: TEST_DIR,
       env: { OMP_NUM_THREADS: '1', OMPI_MCA_mpi_yield_when_idle: '1' },
-      timeoutMs: 400_000,
+      timeoutMs,
       ...(onStart ? { onStart } : {}),
     },
   );
