@@ -1,0 +1,513 @@
+// Causal attention over packed sequences on NVIDIA tensor cores (sm_80+): FlashAttention-2's
+// forward, dK/dV pass and dQ pass (attention.cu's algorithm and contract) with every product a warp
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32: bf16 operands, fp32 accumulation; the online
+// softmax, lse and dS in fp32. Opt-in (AGENTRL_GPU_ATTENTION=mma, see attention_mma.h); attention.cu's
+// host wrappers fall back to the SIMT kernels when it does not apply.
+//
+// Layout: a block is 4 warps; a warp owns 16 rows (queries, or keys in the dK/dV pass) and holds its
+// accumulators in mma C fragments (mma_fragments.h): a 16 x D tile is D / 2 floats per lane. Q and dO
+// (forward, dQ pass) go from global memory straight into A fragments, converted fp32 -> bf16 once;
+// the streamed tiles (K and V, or Q and dO) are converted into shared memory as bf16 rows padded by 8
+// (16 bytes: the fragment reads below hit 32 distinct banks). A B operand that is a tile's rows
+// (K in Q K^T) is one 32-bit read per register; one that is its columns (V in P V, dO in P^T dO, Q in
+// dS^T Q, K in dS K) is two 16-bit reads. The scores' C fragments become the next product's A
+// fragments in registers (CToA*), as in FlashAttention-2. Warps whose rows see none of a tile (other
+// sequences, or keys past the diagonal) skip its products, not its barriers. No atomics: dK / dV sum
+// the group's heads and the query tiles in a fixed order, so every run gives the same bits.
+//
+// NOT YET RUN: no GPU where this was written, and HIP-CPU (scripts/hip-cpu-check.sh) cannot run PTX.
+// It compiles for sm_80 and sm_90a without spills (packages/engine/test/attention-registers.test.ts,
+// figures in BENCHMARKS.md); packages/engine/test/attention-mma.test.ts compares it with SIMT on the
+// next GPU. HIP builds get the stubs at the bottom (never called: MmaAttentionApplies is false).
+#include "engine/cuda/attention_mma.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "gpu/gpu_compat.h"
+
+#if !defined(AGENTRL_GPU_IS_HIP)
+#include <cuda_bf16.h>
+
+#include <cmath>
+
+#include "engine/cuda/mma_fragments.h"
+
+namespace agentrl::engine::gpu {
+namespace {
+
+using agentrl::gpu::Check;
+using namespace mma;  // NOLINT: the fragment maps
+
+constexpr int kWarps = 4, kThreads = 32 * kWarps, kRowsPerWarp = 16, kPad = 8;
+
+struct Packed {
+  const int32_t* cu;
+  const int32_t* seq_of;
+  int total;
+};
+
+__device__ inline uint32_t Pack(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low 16 bits) = lo
+  uint32_t r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+__device__ inline uint32_t Ld32(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+__device__ inline uint32_t Pair(uint16_t lo, uint16_t hi) {
+  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+
+// c += a b (16 x 16 by 16 x 8).
+__device__ inline void Mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();  // built for an older architecture: MmaAttentionApplies never lets a launch through
+#endif
+}
+
+// Rows row0 .. row0 + R - 1 of a [*, stride] fp32 matrix at column `col` (zero past `last`) into a
+// bf16 tile [R][D + kPad]: float4 reads (D, col and stride are multiples of 4, the base 16-byte
+// aligned: MmaAttentionApplies checks), 8-byte writes. Between the caller's barriers.
+template <int R, int D>
+__device__ inline void Stage(const float* src, uint16_t (*dst)[D + kPad], int row0, int last, int64_t stride,
+                             int col) {
+  constexpr int kVec = D / 4;
+  for (int e = threadIdx.x; e < R * kVec; e += kThreads) {
+    const int r = e / kVec, c = (e % kVec) * 4, j = row0 + r;
+    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (j <= last) x = *reinterpret_cast<const float4*>(src + static_cast<int64_t>(j) * stride + col + c);
+    *reinterpret_cast<uint2*>(&dst[r][c]) = make_uint2(Pack(x.x, x.y), Pack(x.z, x.w));
+  }
+}
+
+// A fragments of the warp's 16 rows (`row[0]` = its lane's first, `row[1]` = that + 8) of a
+// [*, stride] fp32 matrix at column `col`, all D columns: KC = D / 16 fragments, zero for dead rows.
+template <int D>
+__device__ inline void LoadA(uint32_t (&a)[D / 16][4], const float* src, const int (&row)[2], const bool (&live)[2],
+                             int64_t stride, int col, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int w = r & 1;  // ARow(lane, r) is row[0] or row[1]
+      const float* p = src + static_cast<int64_t>(row[w]) * stride + col + kk * kK + ACol(lane, r);
+      const float2 x = live[w] ? *reinterpret_cast<const float2*>(p) : make_float2(0.f, 0.f);
+      a[kk][r] = Pack(x.x, x.y);
+    }
+  }
+}
+
+// A register `reg` of k-chunk `kc` from 16-column-wide pairs of C tiles (P or dS in bf16).
+template <int NT>
+__device__ inline void CToA(uint32_t (&a)[4], const float (&c)[NT][4], int kc) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const float* t = c[2 * kc + CToATile(r)];
+    a[r] = Pack(t[CToAIndex(r)], t[CToAIndex(r) + 1]);
+  }
+}
+
+// B fragments of a tile stored [n][k] (rows are the product's columns: K in Q K^T, V in dO V^T,
+// Q and dO in K Q^T / V dO^T): one 32-bit read per register.
+template <int D>
+__device__ inline void BRows(uint32_t& b0, uint32_t& b1, const uint16_t (*t)[D + kPad], int n0, int k0, int lane) {
+  b0 = Ld32(&t[n0 + BN(lane)][k0 + BK(lane, 0)]);
+  b1 = Ld32(&t[n0 + BN(lane)][k0 + BK(lane, 1)]);
+}
+// B fragments of a tile stored [k][n] (V in P V, dO in P^T dO, Q in dS^T Q, K in dS K): 16-bit reads.
+template <int D>
+__device__ inline void BCols(uint32_t& b0, uint32_t& b1, const uint16_t (*t)[D + kPad], int k0, int n0, int lane) {
+  const int n = n0 + BN(lane), k = k0 + BK(lane, 0);
+  b0 = Pair(t[k][n], t[k + 1][n]);
+  b1 = Pair(t[k + 8][n], t[k + 9][n]);
+}
+
+__device__ inline float QuadMax(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ inline float QuadSum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// The rows this lane's C elements sit on: warp row0 + CRow(lane, 0) and + 8.
+struct Rows {
+  int row[2];
+  bool live[2];
+  int bound[2];  // forward / dQ: the row's sequence start; dK/dV: its sequence end
+  int first, last;  // the warp's first and last live row (last < first: the warp has none)
+};
+__device__ inline Rows WarpRows(const Packed& pk, int warp_row0, int lane, bool want_end) {
+  Rows w;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    w.row[i] = warp_row0 + CRow(lane, 2 * i);
+    w.live[i] = w.row[i] < pk.total;
+    w.bound[i] = w.live[i] ? pk.cu[pk.seq_of[w.row[i]] + (want_end ? 1 : 0)] : 0;
+  }
+  w.first = warp_row0;
+  w.last = min(warp_row0 + kRowsPerWarp, pk.total) - 1;
+  return w;
+}
+
+// Forward: 64 query rows per block, key tiles of 64.
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    MmaForwardKernel(const float* q, const float* k, const float* v, float* out, float* lse, Packed pk, AttnShape s) {
+  constexpr int Br = kWarps * kRowsPerWarp, Bc = 64, KC = D / 16, NT = Bc / 8, DT = D / 8;
+  alignas(16) __shared__ uint16_t ks[Bc][D + kPad];
+  alignas(16) __shared__ uint16_t vs[Bc][D + kPad];
+  const int qs = s.heads * D, kvs = s.kv_heads * D;
+  const int h = blockIdx.y, g = h / (s.heads / s.kv_heads);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int first = blockIdx.x * Br;
+  const int last = min(first + Br, pk.total) - 1;
+  const Rows w = WarpRows(pk, first + warp * kRowsPerWarp, lane, false);
+  const int warp_begin = w.first <= w.last ? pk.cu[pk.seq_of[w.first]] : 0;
+  uint32_t qa[KC][4];
+  LoadA<D>(qa, q, w.row, w.live, qs, h * D, lane);
+  float o[DT][4] = {};
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  for (int j0 = pk.cu[pk.seq_of[first]]; j0 <= last; j0 += Bc) {
+    __syncthreads();
+    Stage<Bc, D>(k, ks, j0, last, kvs, g * D);
+    Stage<Bc, D>(v, vs, j0, last, kvs, g * D);
+    __syncthreads();
+    if (w.first > w.last || j0 > w.last || j0 + Bc <= warp_begin) continue;  // warp-uniform
+    float sc[NT][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < KC; ++kk) {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        uint32_t b0, b1;
+        BRows<D>(b0, b1, ks, nt * kN, kk * kK, lane);
+        Mma(sc[nt], qa[kk], b0, b1);
+      }
+    }
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = i >> 1, j = j0 + nt * kN + CCol(lane, i);
+        const bool seen = w.live[r] && j >= w.bound[r] && j <= w.row[r];
+        sc[nt][i] = seen ? sc[nt][i] * s.scale : -INFINITY;
+        mx[r] = fmaxf(mx[r], sc[nt][i]);
+      }
+    }
+    float corr[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float m_new = fmaxf(m[r], QuadMax(mx[r]));
+      corr[r] = m[r] == -INFINITY ? 0.f : __expf(m[r] - m_new);  // nothing accumulated yet: 0 * 0
+      m[r] = m_new;
+      l[r] *= corr[r];
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = i >> 1;
+        sc[nt][i] = sc[nt][i] == -INFINITY ? 0.f : __expf(sc[nt][i] - m[r]);
+        l[r] += sc[nt][i];  // this lane's share; the quad's sum at the end
+      }
+    }
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o[dt][i] *= corr[i >> 1];
+    }
+#pragma unroll
+    for (int kc = 0; kc < Bc / kK; ++kc) {
+      uint32_t pa[4];
+      CToA<NT>(pa, sc, kc);
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        uint32_t b0, b1;
+        BCols<D>(b0, b1, vs, kc * kK, dt * kN, lane);
+        Mma(o[dt], pa, b0, b1);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) l[r] = QuadSum(l[r]);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (!w.live[r]) continue;
+    float* row = out + static_cast<int64_t>(w.row[r]) * qs + h * D;
+    const float inv = 1.0f / l[r];
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) {
+      *reinterpret_cast<float2*>(row + dt * kN + CCol(lane, 2 * r)) =
+          make_float2(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
+    }
+    if ((lane & 3) == 0) lse[static_cast<int64_t>(h) * pk.total + w.row[r]] = m[r] + __logf(l[r]);
+  }
+}
+
+// dK/dV: 64 key rows per block (16 per warp) of kv head g, K and V tiles in shared memory; query
+// tiles of Bq rows of each head of the group, the queries >= the block's first key of the same
+// sequences. dK_j = scale sum_i dS_ij Q_i, dV_j = sum_i P_ij dO_i over the queries i >= j of j's sequence.
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    MmaDkDvKernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
+                  const float* delta, float* dk, float* dv, Packed pk, AttnShape s) {
+  constexpr int Bk = kWarps * kRowsPerWarp, Bq = D == 128 ? 16 : 32, KC = D / 16, NT = Bq / 8, DT = D / 8;
+  alignas(16) __shared__ uint16_t ks[Bk][D + kPad];
+  alignas(16) __shared__ uint16_t vs[Bk][D + kPad];
+  alignas(16) __shared__ uint16_t qsh[Bq][D + kPad];
+  alignas(16) __shared__ uint16_t dosh[Bq][D + kPad];
+  __shared__ float lsh[Bq], dsh[Bq];
+  const int qs = s.heads * D, kvs = s.kv_heads * D;
+  const int g = blockIdx.y, group = s.heads / s.kv_heads;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int first = blockIdx.x * Bk;
+  const int last_key = min(first + Bk, pk.total) - 1;
+  const int q_end = pk.cu[pk.seq_of[last_key] + 1];
+  const Rows w = WarpRows(pk, first + warp * kRowsPerWarp, lane, true);
+  const int warp_end = w.first <= w.last ? pk.cu[pk.seq_of[w.last] + 1] : 0;
+  Stage<Bk, D>(k, ks, first, last_key, kvs, g * D);  // ordered before use by the loop's barriers
+  Stage<Bk, D>(v, vs, first, last_key, kvs, g * D);
+  float dka[DT][4] = {}, dva[DT][4] = {};
+  const int krow = warp * kRowsPerWarp;
+  for (int h = g * group; h < (g + 1) * group; ++h) {
+    for (int i0 = first; i0 < q_end; i0 += Bq) {
+      __syncthreads();
+      Stage<Bq, D>(q, qsh, i0, q_end - 1, qs, h * D);
+      Stage<Bq, D>(dout, dosh, i0, q_end - 1, qs, h * D);
+      for (int r = threadIdx.x; r < Bq; r += kThreads) {
+        const int i = i0 + r;
+        lsh[r] = i < q_end ? lse[static_cast<int64_t>(h) * pk.total + i] : 0.f;
+        dsh[r] = i < q_end ? delta[static_cast<int64_t>(h) * pk.total + i] : 0.f;
+      }
+      __syncthreads();
+      if (w.first > w.last || i0 >= warp_end || i0 + Bq <= w.first) continue;  // warp-uniform
+      float st[NT][4] = {}, dpt[NT][4] = {};  // S^T = K Q^T, dP^T = V dO^T: keys x queries
+#pragma unroll
+      for (int kk = 0; kk < KC; ++kk) {
+        uint32_t ka[4], va[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          ka[r] = Ld32(&ks[krow + ARow(lane, r)][kk * kK + ACol(lane, r)]);
+          va[r] = Ld32(&vs[krow + ARow(lane, r)][kk * kK + ACol(lane, r)]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          uint32_t b0, b1;
+          BRows<D>(b0, b1, qsh, nt * kN, kk * kK, lane);
+          Mma(st[nt], ka, b0, b1);
+          BRows<D>(b0, b1, dosh, nt * kN, kk * kK, lane);
+          Mma(dpt[nt], va, b0, b1);
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int r = i >> 1, c = nt * kN + CCol(lane, i), qi = i0 + c;
+          const bool seen = w.live[r] && qi >= w.row[r] && qi < w.bound[r];
+          const float p = seen ? __expf(st[nt][i] * s.scale - lsh[c]) : 0.f;
+          dpt[nt][i] = seen ? p * (dpt[nt][i] - dsh[c]) * s.scale : 0.f;
+          st[nt][i] = p;
+        }
+      }
+#pragma unroll
+      for (int qc = 0; qc < Bq / kK; ++qc) {
+        uint32_t pa[4], da[4];
+        CToA<NT>(pa, st, qc);
+        CToA<NT>(da, dpt, qc);
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) {
+          uint32_t b0, b1;
+          BCols<D>(b0, b1, dosh, qc * kK, dt * kN, lane);
+          Mma(dva[dt], pa, b0, b1);
+          BCols<D>(b0, b1, qsh, qc * kK, dt * kN, lane);
+          Mma(dka[dt], da, b0, b1);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (!w.live[r]) continue;
+    const int64_t at = static_cast<int64_t>(w.row[r]) * kvs + g * D;
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) {
+      const int c = dt * kN + CCol(lane, 2 * r);
+      *reinterpret_cast<float2*>(dk + at + c) = make_float2(dka[dt][2 * r], dka[dt][2 * r + 1]);
+      *reinterpret_cast<float2*>(dv + at + c) = make_float2(dva[dt][2 * r], dva[dt][2 * r + 1]);
+    }
+  }
+}
+
+// dQ: 64 query rows per block (16 per warp), key tiles of 32: dQ_i = scale sum_j dS_ij K_j.
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    MmaDqKernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
+                const float* delta, float* dq, Packed pk, AttnShape s) {
+  constexpr int Br = kWarps * kRowsPerWarp, Bc = 32, KC = D / 16, NT = Bc / 8, DT = D / 8;
+  alignas(16) __shared__ uint16_t ks[Bc][D + kPad];
+  alignas(16) __shared__ uint16_t vs[Bc][D + kPad];
+  const int qs = s.heads * D, kvs = s.kv_heads * D;
+  const int h = blockIdx.y, g = h / (s.heads / s.kv_heads);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int first = blockIdx.x * Br;
+  const int last = min(first + Br, pk.total) - 1;
+  const Rows w = WarpRows(pk, first + warp * kRowsPerWarp, lane, false);
+  const int warp_begin = w.first <= w.last ? pk.cu[pk.seq_of[w.first]] : 0;
+  uint32_t qa[KC][4], oa[KC][4];
+  LoadA<D>(qa, q, w.row, w.live, qs, h * D, lane);
+  LoadA<D>(oa, dout, w.row, w.live, qs, h * D, lane);
+  float lr[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    lr[r] = w.live[r] ? lse[static_cast<int64_t>(h) * pk.total + w.row[r]] : 0.f;
+    dl[r] = w.live[r] ? delta[static_cast<int64_t>(h) * pk.total + w.row[r]] : 0.f;
+  }
+  float dqa[DT][4] = {};
+  for (int j0 = pk.cu[pk.seq_of[first]]; j0 <= last; j0 += Bc) {
+    __syncthreads();
+    Stage<Bc, D>(k, ks, j0, last, kvs, g * D);
+    Stage<Bc, D>(v, vs, j0, last, kvs, g * D);
+    __syncthreads();
+    if (w.first > w.last || j0 > w.last || j0 + Bc <= warp_begin) continue;  // warp-uniform
+    float sc[NT][4] = {}, dp[NT][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < KC; ++kk) {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        uint32_t b0, b1;
+        BRows<D>(b0, b1, ks, nt * kN, kk * kK, lane);
+        Mma(sc[nt], qa[kk], b0, b1);
+        BRows<D>(b0, b1, vs, nt * kN, kk * kK, lane);
+        Mma(dp[nt], oa[kk], b0, b1);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = i >> 1, j = j0 + nt * kN + CCol(lane, i);
+        const bool seen = w.live[r] && j >= w.bound[r] && j <= w.row[r];
+        const float p = seen ? __expf(sc[nt][i] * s.scale - lr[r]) : 0.f;
+        dp[nt][i] = seen ? p * (dp[nt][i] - dl[r]) * s.scale : 0.f;
+      }
+    }
+#pragma unroll
+    for (int jc = 0; jc < Bc / kK; ++jc) {
+      uint32_t da[4];
+      CToA<NT>(da, dp, jc);
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        uint32_t b0, b1;
+        BCols<D>(b0, b1, ks, jc * kK, dt * kN, lane);
+        Mma(dqa[dt], da, b0, b1);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (!w.live[r]) continue;
+    float* row = dq + static_cast<int64_t>(w.row[r]) * qs + h * D;
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) {
+      *reinterpret_cast<float2*>(row + dt * kN + CCol(lane, 2 * r)) = make_float2(dqa[dt][2 * r], dqa[dt][2 * r + 1]);
+    }
+  }
+}
+
+void Launched(const char* what) { Check(gpuGetLastError(), what); }
+
+bool Wanted() {
+  static const bool wanted = [] {
+    const char* e = std::getenv("AGENTRL_GPU_ATTENTION");
+    if (e == nullptr || *e == '\0' || std::strcmp(e, "simt") == 0) return false;
+    if (std::strcmp(e, "mma") == 0) return true;
+    throw std::runtime_error(std::string("AGENTRL_GPU_ATTENTION=") + e +
+                             ": expected simt (fp32 SIMT kernels, the default) or mma (bf16 tensor cores, sm_80+)");
+  }();
+  return wanted;
+}
+
+// The compute capability of the device current at the first call (one device per process).
+int Major() {
+  static const int major = [] {
+    int dev = 0, value = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+    return value;
+  }();
+  return major;
+}
+
+bool Aligned(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+}  // namespace
+
+bool MmaAttentionApplies(const AttnShape& s, const float* q, const float* k, const float* v, const float* dout) {
+  if (!Wanted()) return false;
+  return Major() >= 8 && (s.head_dim == 64 || s.head_dim == 128) && Aligned(q) && Aligned(k) && Aligned(v) &&
+         Aligned(dout);
+}
+
+void MmaAttentionForward(const float* q, const float* k, const float* v, float* out, float* lse, const int32_t* cu,
+                         const int32_t* seq_of, int total, const AttnShape& s) {
+  const dim3 grid((total + 63) / 64, s.heads);
+  const Packed pk{cu, seq_of, total};
+  if (s.head_dim == 128) {
+    MmaForwardKernel<128><<<grid, kThreads>>>(q, k, v, out, lse, pk, s);
+  } else {
+    MmaForwardKernel<64><<<grid, kThreads>>>(q, k, v, out, lse, pk, s);
+  }
+  Launched("attention forward (mma)");
+}
+
+void MmaAttentionBackward(const float* q, const float* k, const float* v, const float* dout, const float* lse,
+                          const float* delta, float* dq, float* dk, float* dv, const int32_t* cu,
+                          const int32_t* seq_of, int total, const AttnShape& s) {
+  const unsigned tiles = (total + 63) / 64;
+  const Packed pk{cu, seq_of, total};
+  if (s.head_dim == 128) {
+    MmaDkDvKernel<128><<<dim3(tiles, s.kv_heads), kThreads>>>(q, k, v, dout, lse, delta, dk, dv, pk, s);
+    MmaDqKernel<128><<<dim3(tiles, s.heads), kThreads>>>(q, k, v, dout, lse, delta, dq, pk, s);
+  } else {
+    MmaDkDvKernel<64><<<dim3(tiles, s.kv_heads), kThreads>>>(q, k, v, dout, lse, delta, dk, dv, pk, s);
+    MmaDqKernel<64><<<dim3(tiles, s.heads), kThreads>>>(q, k, v, dout, lse, delta, dq, pk, s);
+  }
+  Launched("attention backward (mma)");
+}
+
+}  // namespace agentrl::engine::gpu
+
+#else  // HIP (hipcc, HIP-CPU): no mma.sync; the SIMT kernels take every call.
+
+namespace agentrl::engine::gpu {
+
+bool MmaAttentionApplies(const AttnShape&, const float*, const float*, const float*, const float*) {
+  const char* e = std::getenv("AGENTRL_GPU_ATTENTION");
+  if (e != nullptr && *e != '\0' && std::strcmp(e, "simt") != 0 && std::strcmp(e, "mma") != 0) {
+    throw std::runtime_error(std::string("AGENTRL_GPU_ATTENTION=") + e +
+                             ": expected simt (the default) or mma (CUDA sm_80+ only; HIP always runs simt)");
+  }
+  return false;
+}
+void MmaAttentionForward(const float*, const float*, const float*, float*, float*, const int32_t*, const int32_t*, int,
+                         const AttnShape&) {
+  throw std::logic_error("attention (mma): not built for HIP");
+}
+void MmaAttentionBackward(const float*, const float*, const float*, const float*, const float*, const float*, float*,
+                          float*, float*, const int32_t*, const int32_t*, int, const AttnShape&) {
+  throw std::logic_error("attention (mma): not built for HIP");
+}
+
+}  // namespace agentrl::engine::gpu
+
+#endif
