@@ -41,7 +41,8 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 function report(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): string {
   const r = spawnSync(cmd, args, { encoding: 'utf8', env });
   const text = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-  if (r.status !== 0) throw new Error(`${cmd} failed (${r.error ?? `exit ${r.status}`}): ${args.join(' ')}\n${text}`);
+  if (r.status !== 0)
+    throw new Error(`${cmd} failed (${r.error ?? `exit ${r.status}`}): ${args.join(' ')}\n${text}`);
   return text;
 }
 
@@ -77,31 +78,49 @@ describe(`attention kernels' registers on sm_90a (${nvcc ? nvcc : 'skipped: no n
 // really is mma.sync (not compiled out by the __CUDA_ARCH__ guard).
 describe(`tensor-core attention kernels on sm_90a and sm_80 (${nvcc ? nvcc : 'skipped: no nvcc on PATH or /usr/local/cuda/bin'})`, () => {
   for (const arch of ['90a', '80']) {
-    it.skipIf(!nvcc)(`sm_${arch}: no spills, no stack, <= 255 registers, <= 48 KiB static shared memory`, () => {
-      const text = report(nvcc as string, [
-        ...['-O3', '--use_fast_math', `-gencode=arch=compute_${arch},code=sm_${arch}`, '-Xptxas', '-v'],
-        ...['-I', include, '-c', mmaSrc, '-o', join(out, `attention_mma_${arch}.o`)],
-      ]);
-      for (const k of mmaKernels) {
-        const b = section(text, /Compiling entry function '_Z/, k);
-        expect(num(b, /(\d+) bytes spill stores/), `${k} spill stores`).toBe(0);
-        expect(num(b, /(\d+) bytes spill loads/), `${k} spill loads`).toBe(0);
-        expect(num(b, /(\d+) bytes stack frame/), `${k} stack`).toBe(0);
-        expect(num(b, /Used (\d+) registers/), `${k} registers`).toBeLessThanOrEqual(255);
-        expect(num(b, /(\d+) bytes smem/), `${k} shared memory`).toBeLessThanOrEqual(48 * 1024);
-      }
-    });
+    it.skipIf(!nvcc)(
+      `sm_${arch}: no spills, no stack, <= 255 registers, <= 48 KiB static shared memory`,
+      () => {
+        const text = report(nvcc as string, [
+          ...['-O3', '--use_fast_math', `-gencode=arch=compute_${arch},code=sm_${arch}`, '-Xptxas', '-v'],
+          ...['-I', include, '-c', mmaSrc, '-o', join(out, `attention_mma_${arch}.o`)],
+        ]);
+        for (const k of mmaKernels) {
+          const b = section(text, /Compiling entry function '_Z/, k);
+          expect(num(b, /(\d+) bytes spill stores/), `${k} spill stores`).toBe(0);
+          expect(num(b, /(\d+) bytes spill loads/), `${k} spill loads`).toBe(0);
+          expect(num(b, /(\d+) bytes stack frame/), `${k} stack`).toBe(0);
+          expect(num(b, /Used (\d+) registers/), `${k} registers`).toBeLessThanOrEqual(255);
+          expect(num(b, /(\d+) bytes smem/), `${k} shared memory`).toBeLessThanOrEqual(48 * 1024);
+        }
+      },
+    );
   }
-  it.skipIf(!nvcc)('the PTX of every kernel issues mma.sync.aligned.m16n8k16 bf16 with fp32 accumulation', () => {
-    const ptx = join(out, 'attention_mma.ptx');
-    report(nvcc as string, ['-O3', '--use_fast_math', '-arch=sm_90a', '-I', include, '-ptx', mmaSrc, '-o', ptx]);
-    const text = readFileSync(ptx, 'utf8');
-    for (const k of mmaKernels) {
-      const body = text.split(/\.visible \.entry |\.entry /).find((b) => new RegExp(`^\\S*\\d${k}E`).test(b));
-      expect(body, `${k} in the PTX`).toBeDefined();
-      expect(body, k).toContain('mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32');
-    }
-  });
+  it.skipIf(!nvcc)(
+    'the PTX of every kernel issues mma.sync.aligned.m16n8k16 bf16 with fp32 accumulation',
+    () => {
+      const ptx = join(out, 'attention_mma.ptx');
+      report(nvcc as string, [
+        '-O3',
+        '--use_fast_math',
+        '-arch=sm_90a',
+        '-I',
+        include,
+        '-ptx',
+        mmaSrc,
+        '-o',
+        ptx,
+      ]);
+      const text = readFileSync(ptx, 'utf8');
+      for (const k of mmaKernels) {
+        const body = text
+          .split(/\.visible \.entry |\.entry /)
+          .find((b) => new RegExp(`^\\S*\\d${k}E`).test(b));
+        expect(body, `${k} in the PTX`).toBeDefined();
+        expect(body, k).toContain('mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32');
+      }
+    },
+  );
 });
 
 describe(`attention kernels' scratch on gfx90a (${hipcc ? hipcc : 'skipped: no hipcc on PATH or /opt/rocm/bin'})`, () => {
@@ -133,7 +152,15 @@ describe(`attention kernels' scratch on gfx90a (${hipcc ? hipcc : 'skipped: no h
       hipcc as string,
       [
         ...['--offload-arch=gfx90a', '-O3', '-fPIC', '-std=c++17', '-fno-math-errno', '-x', 'hip'],
-        ...['-Rpass-analysis=kernel-resource-usage', '-I', include, '-c', mmaSrc, '-o', join(out, 'mma-hip.o')],
+        ...[
+          '-Rpass-analysis=kernel-resource-usage',
+          '-I',
+          include,
+          '-c',
+          mmaSrc,
+          '-o',
+          join(out, 'mma-hip.o'),
+        ],
       ],
       { ...process.env, HIP_PLATFORM: 'amd' },
     );
