@@ -448,13 +448,23 @@ int Major() {
   return major;
 }
 
+// The architecture the kernels were compiled (or JIT-compiled from PTX) for on this device: a build
+// for sm_75 run on an H200 JITs compute_75 code, whose Mma traps.
+int BinaryVersion() {
+  static const int version = [] {
+    cudaFuncAttributes attr{};
+    return cudaFuncGetAttributes(&attr, MmaForwardKernel<64>) == cudaSuccess ? attr.binaryVersion : 0;
+  }();
+  return version;
+}
+
 bool Aligned(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 
 bool MmaAttentionApplies(const AttnShape& s, const float* q, const float* k, const float* v, const float* dout) {
   if (!Wanted()) return false;
-  return Major() >= 8 && (s.head_dim == 64 || s.head_dim == 128) && Aligned(q) && Aligned(k) && Aligned(v) &&
+  return Major() >= 8 && BinaryVersion() >= 80 && (s.head_dim == 64 || s.head_dim == 128) && Aligned(q) && Aligned(k) && Aligned(v) &&
          Aligned(dout);
 }
 

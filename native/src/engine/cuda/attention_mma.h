@@ -11,7 +11,8 @@
 namespace agentrl::engine::gpu {
 
 // True when AGENTRL_GPU_ATTENTION=mma and the kernels can take this call: a CUDA build, a device
-// of compute capability >= 8.0, head_dim 64 or 128, 16-byte aligned q / k / v / dout. Throws on
+// of compute capability >= 8.0 running kernels built for >= sm_80 (not compute_75 PTX JIT-compiled),
+// head_dim 64 or 128, 16-byte aligned q / k / v / dout. Throws on
 // a value of AGENTRL_GPU_ATTENTION other than simt / mma.
 bool MmaAttentionApplies(const AttnShape& s, const float* q, const float* k, const float* v, const float* dout);
 void MmaAttentionForward(const float* q, const float* k, const float* v, float* out, float* lse, const int32_t* cu,
