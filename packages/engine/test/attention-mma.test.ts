@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { type Device, firstRunnableDevice } from '../src/device.js';
+import { rel } from './helpers.js';
 
 // The tensor-core attention (native/src/engine/cuda/attention_mma.cu, AGENTRL_GPU_ATTENTION=mma)
 // against the fp32 SIMT kernels (the default) on the same device: forward hidden states, sftLoss,
@@ -48,17 +49,6 @@ function run(headDim: number, attention: 'mma' | 'simt'): Run {
     );
   }
   return JSON.parse(line.slice('ATTN_MMA '.length)) as Run;
-}
-
-/** max |a - b| / max |b|: one number per tensor, robust to entries near zero. */
-function rel(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let num = 0;
-  let den = 1e-12;
-  for (let i = 0; i < b.length; i++) {
-    num = Math.max(num, Math.abs((a[i] ?? 0) - (b[i] ?? 0)));
-    den = Math.max(den, Math.abs(b[i] ?? 0));
-  }
-  return num / den;
 }
 
 describe(`tensor-core attention (AGENTRL_GPU_ATTENTION=mma) against SIMT (${where})`, () => {

@@ -123,24 +123,21 @@ describe(`tensor-core attention kernels on sm_90a and sm_80 (${nvcc ? nvcc : 'sk
   );
 });
 
+/** hipcc's resource report of one source compiled for gfx90a (native/CMakeLists.txt's flags). */
+function hipReport(file: string, obj: string): string {
+  return report(
+    hipcc as string,
+    [
+      ...['--offload-arch=gfx90a', '-O3', '-fPIC', '-std=c++17', '-fno-math-errno', '-x', 'hip'],
+      ...['-Rpass-analysis=kernel-resource-usage', '-I', include, '-c', file, '-o', join(out, obj)],
+    ],
+    { ...process.env, HIP_PLATFORM: 'amd' },
+  );
+}
+
 describe(`attention kernels' scratch on gfx90a (${hipcc ? hipcc : 'skipped: no hipcc on PATH or /opt/rocm/bin'})`, () => {
   it.skipIf(!hipcc)('no scratch (spill) memory in any kernel', () => {
-    const text = report(
-      hipcc as string,
-      [
-        ...['--offload-arch=gfx90a', '-O3', '-fPIC', '-std=c++17', '-fno-math-errno', '-x', 'hip'],
-        ...[
-          '-Rpass-analysis=kernel-resource-usage',
-          '-I',
-          include,
-          '-c',
-          src,
-          '-o',
-          join(out, 'attention-hip.o'),
-        ],
-      ],
-      { ...process.env, HIP_PLATFORM: 'amd' },
-    );
+    const text = hipReport(src, 'attention-hip.o');
     for (const k of kernels) {
       const b = section(text, /Function Name: _Z/, k);
       expect(num(b, /ScratchSize \[bytes\/lane\]: (\d+)/), `${k} scratch`).toBe(0);
@@ -148,22 +145,7 @@ describe(`attention kernels' scratch on gfx90a (${hipcc ? hipcc : 'skipped: no h
   });
   // HIP has no mma.sync: attention_mma.cu is host stubs there (MmaAttentionApplies is false).
   it.skipIf(!hipcc)('attention_mma.cu compiles for HIP to no kernels', () => {
-    const text = report(
-      hipcc as string,
-      [
-        ...['--offload-arch=gfx90a', '-O3', '-fPIC', '-std=c++17', '-fno-math-errno', '-x', 'hip'],
-        ...[
-          '-Rpass-analysis=kernel-resource-usage',
-          '-I',
-          include,
-          '-c',
-          mmaSrc,
-          '-o',
-          join(out, 'mma-hip.o'),
-        ],
-      ],
-      { ...process.env, HIP_PLATFORM: 'amd' },
-    );
+    const text = hipReport(mmaSrc, 'mma-hip.o');
     expect(text).not.toMatch(/Function Name: _Z.*Mma/);
   });
 });

@@ -129,6 +129,38 @@ __device__ inline void BCols(uint32_t& b0, uint32_t& b1, const uint16_t (*t)[D +
   b1 = Pair(t[k + 8][n], t[k + 9][n]);
 }
 
+// sc[nt] = A B over D: A the warp's 16 rows as fragments (qa), B from the rows of a [n][k] tile
+// (keys of K, or of V): scores for NT * 8 of the tile's rows.
+template <int D, int NT>
+__device__ inline void RowProducts(float (&sc)[NT][4], const uint32_t (&a)[D / 16][4], const uint16_t (*t)[D + kPad],
+                                   int lane) {
+#pragma unroll
+  for (int kk = 0; kk < D / kK; ++kk) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      uint32_t b0, b1;
+      BRows<D>(b0, b1, t, nt * kN, kk * kK, lane);
+      Mma(sc[nt], a[kk], b0, b1);
+    }
+  }
+}
+// acc += C T: C the NT * 8 columns of C tiles (P or dS) as A fragments, T a [k][n] tile of D columns.
+template <int D, int NT>
+__device__ inline void ColumnProducts(float (&acc)[D / 8][4], const float (&c)[NT][4], const uint16_t (*t)[D + kPad],
+                                      int lane) {
+#pragma unroll
+  for (int kc = 0; kc < NT / 2; ++kc) {
+    uint32_t a[4];
+    CToA<NT>(a, c, kc);
+#pragma unroll
+    for (int dt = 0; dt < D / kN; ++dt) {
+      uint32_t b0, b1;
+      BCols<D>(b0, b1, t, kc * kK, dt * kN, lane);
+      Mma(acc[dt], a, b0, b1);
+    }
+  }
+}
+
 __device__ inline float QuadMax(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
@@ -158,6 +190,22 @@ __device__ inline Rows WarpRows(const Packed& pk, int warp_row0, int lane, bool 
   return w;
 }
 
+// The warp's live rows of a 16 x D accumulator tile into row `row` of `dst` (+ `col`), times scale[r].
+template <int D>
+__device__ inline void StoreRows(float* dst, int64_t stride, int col, const Rows& w, const float (&acc)[D / 8][4],
+                                 const float (&scale)[2], int lane) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (!w.live[r]) continue;
+    float* row = dst + static_cast<int64_t>(w.row[r]) * stride + col;
+#pragma unroll
+    for (int dt = 0; dt < D / kN; ++dt) {
+      *reinterpret_cast<float2*>(row + dt * kN + CCol(lane, 2 * r)) =
+          make_float2(acc[dt][2 * r] * scale[r], acc[dt][2 * r + 1] * scale[r]);
+    }
+  }
+}
+
 // Forward: 64 query rows per block, key tiles of 64.
 template <int D>
 __global__ void __launch_bounds__(kThreads)
@@ -183,15 +231,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     if (w.first > w.last || j0 > w.last || j0 + Bc <= warp_begin) continue;  // warp-uniform
     float sc[NT][4] = {};
-#pragma unroll
-    for (int kk = 0; kk < KC; ++kk) {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        uint32_t b0, b1;
-        BRows<D>(b0, b1, ks, nt * kN, kk * kK, lane);
-        Mma(sc[nt], qa[kk], b0, b1);
-      }
-    }
+    RowProducts<D, NT>(sc, qa, ks, lane);
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
@@ -225,32 +265,16 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int i = 0; i < 4; ++i) o[dt][i] *= corr[i >> 1];
     }
-#pragma unroll
-    for (int kc = 0; kc < Bc / kK; ++kc) {
-      uint32_t pa[4];
-      CToA<NT>(pa, sc, kc);
-#pragma unroll
-      for (int dt = 0; dt < DT; ++dt) {
-        uint32_t b0, b1;
-        BCols<D>(b0, b1, vs, kc * kK, dt * kN, lane);
-        Mma(o[dt], pa, b0, b1);
-      }
-    }
+    ColumnProducts<D, NT>(o, sc, vs, lane);
   }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) l[r] = QuadSum(l[r]);
+  float inv[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    if (!w.live[r]) continue;
-    float* row = out + static_cast<int64_t>(w.row[r]) * qs + h * D;
-    const float inv = 1.0f / l[r];
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt) {
-      *reinterpret_cast<float2*>(row + dt * kN + CCol(lane, 2 * r)) =
-          make_float2(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
-    }
-    if ((lane & 3) == 0) lse[static_cast<int64_t>(h) * pk.total + w.row[r]] = m[r] + __logf(l[r]);
+    l[r] = QuadSum(l[r]);
+    inv[r] = w.live[r] ? 1.0f / l[r] : 0.f;
+    if (w.live[r] && (lane & 3) == 0) lse[static_cast<int64_t>(h) * pk.total + w.row[r]] = m[r] + __logf(l[r]);
   }
+  StoreRows<D>(out, qs, h * D, w, o, inv, lane);
 }
 
 // dK/dV: 64 key rows per block (16 per warp) of kv head g, K and V tiles in shared memory; query
@@ -319,33 +343,13 @@ __global__ void __launch_bounds__(kThreads)
           st[nt][i] = p;
         }
       }
-#pragma unroll
-      for (int qc = 0; qc < Bq / kK; ++qc) {
-        uint32_t pa[4], da[4];
-        CToA<NT>(pa, st, qc);
-        CToA<NT>(da, dpt, qc);
-#pragma unroll
-        for (int dt = 0; dt < DT; ++dt) {
-          uint32_t b0, b1;
-          BCols<D>(b0, b1, dosh, qc * kK, dt * kN, lane);
-          Mma(dva[dt], pa, b0, b1);
-          BCols<D>(b0, b1, qsh, qc * kK, dt * kN, lane);
-          Mma(dka[dt], da, b0, b1);
-        }
-      }
+      ColumnProducts<D, NT>(dva, st, dosh, lane);  // dV += P^T dO
+      ColumnProducts<D, NT>(dka, dpt, qsh, lane);  // dK += dS^T Q
     }
   }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (!w.live[r]) continue;
-    const int64_t at = static_cast<int64_t>(w.row[r]) * kvs + g * D;
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt) {
-      const int c = dt * kN + CCol(lane, 2 * r);
-      *reinterpret_cast<float2*>(dk + at + c) = make_float2(dka[dt][2 * r], dka[dt][2 * r + 1]);
-      *reinterpret_cast<float2*>(dv + at + c) = make_float2(dva[dt][2 * r], dva[dt][2 * r + 1]);
-    }
-  }
+  constexpr float kOne[2] = {1.f, 1.f};
+  StoreRows<D>(dk, kvs, g * D, w, dka, kOne, lane);
+  StoreRows<D>(dv, kvs, g * D, w, dva, kOne, lane);
 }
 
 // dQ: 64 query rows per block (16 per warp), key tiles of 32: dQ_i = scale sum_j dS_ij K_j.
@@ -380,17 +384,8 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     if (w.first > w.last || j0 > w.last || j0 + Bc <= warp_begin) continue;  // warp-uniform
     float sc[NT][4] = {}, dp[NT][4] = {};
-#pragma unroll
-    for (int kk = 0; kk < KC; ++kk) {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        uint32_t b0, b1;
-        BRows<D>(b0, b1, ks, nt * kN, kk * kK, lane);
-        Mma(sc[nt], qa[kk], b0, b1);
-        BRows<D>(b0, b1, vs, nt * kN, kk * kK, lane);
-        Mma(dp[nt], oa[kk], b0, b1);
-      }
-    }
+    RowProducts<D, NT>(sc, qa, ks, lane);  // S = Q K^T
+    RowProducts<D, NT>(dp, oa, vs, lane);  // dP = dO V^T
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
@@ -401,27 +396,10 @@ __global__ void __launch_bounds__(kThreads)
         dp[nt][i] = seen ? p * (dp[nt][i] - dl[r]) * s.scale : 0.f;
       }
     }
-#pragma unroll
-    for (int jc = 0; jc < Bc / kK; ++jc) {
-      uint32_t da[4];
-      CToA<NT>(da, dp, jc);
-#pragma unroll
-      for (int dt = 0; dt < DT; ++dt) {
-        uint32_t b0, b1;
-        BCols<D>(b0, b1, ks, jc * kK, dt * kN, lane);
-        Mma(dqa[dt], da, b0, b1);
-      }
-    }
+    ColumnProducts<D, NT>(dqa, dp, ks, lane);  // dQ += dS K
   }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (!w.live[r]) continue;
-    float* row = dq + static_cast<int64_t>(w.row[r]) * qs + h * D;
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt) {
-      *reinterpret_cast<float2*>(row + dt * kN + CCol(lane, 2 * r)) = make_float2(dqa[dt][2 * r], dqa[dt][2 * r + 1]);
-    }
-  }
+  constexpr float kOne[2] = {1.f, 1.f};
+  StoreRows<D>(dq, qs, h * D, w, dqa, kOne, lane);
 }
 
 void Launched(const char* what) { Check(gpuGetLastError(), what); }
