@@ -26,11 +26,21 @@
 #include <stdexcept>
 #include <string>
 
+#if defined(AGENTRL_MMA_EMULATE)
+// The kernels alone, built by g++ against a host stand-in for the CUDA device functions they use
+// (packages/engine/test/fixtures/mma_emulate.h: threads, barriers, shuffles, an mma.sync assembled
+// from the 32 lanes' fragments), so their tiling, masking and softmax run without a GPU.
+#include "mma_emulate.h"
+#define AGENTRL_MMA_KERNELS 1
+#else
 #include "gpu/gpu_compat.h"
-
 #if !defined(AGENTRL_GPU_IS_HIP)
 #include <cuda_bf16.h>
+#define AGENTRL_MMA_KERNELS 1
+#endif
+#endif
 
+#if defined(AGENTRL_MMA_KERNELS)
 #include <cmath>
 
 #include "engine/cuda/mma_fragments.h"
@@ -38,7 +48,6 @@
 namespace agentrl::engine::gpu {
 namespace {
 
-using agentrl::gpu::Check;
 using namespace mma;  // NOLINT: the fragment maps
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps, kRowsPerWarp = 16, kPad = 8;
@@ -62,7 +71,9 @@ __device__ inline uint32_t Pair(uint16_t lo, uint16_t hi) {
 
 // c += a b (16 x 16 by 16 x 8).
 __device__ inline void Mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(AGENTRL_MMA_EMULATE)
+  EmulatedMma(c, a, b0, b1);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -402,7 +413,15 @@ __global__ void __launch_bounds__(kThreads)
   StoreRows<D>(dq, qs, h * D, w, dqa, kOne, lane);
 }
 
-void Launched(const char* what) { Check(gpuGetLastError(), what); }
+}  // namespace
+}  // namespace agentrl::engine::gpu
+#endif  // AGENTRL_MMA_KERNELS
+
+#if defined(AGENTRL_MMA_KERNELS) && !defined(AGENTRL_MMA_EMULATE)
+namespace agentrl::engine::gpu {
+namespace {
+
+void Launched(const char* what) { agentrl::gpu::Check(gpuGetLastError(), what); }
 
 bool Wanted() {
   static const bool wanted = [] {
@@ -475,7 +494,7 @@ void MmaAttentionBackward(const float* q, const float* k, const float* v, const 
 
 }  // namespace agentrl::engine::gpu
 
-#else  // HIP (hipcc, HIP-CPU): no mma.sync; the SIMT kernels take every call.
+#elif !defined(AGENTRL_MMA_EMULATE)  // HIP (hipcc, HIP-CPU): no mma.sync; SIMT takes every call.
 
 namespace agentrl::engine::gpu {
 
