@@ -15,10 +15,13 @@
 // sequences, or keys past the diagonal) skip its products, not its barriers. No atomics: dK / dV sum
 // the group's heads and the query tiles in a fixed order, so every run gives the same bits.
 //
-// NOT YET RUN: no GPU where this was written, and HIP-CPU (scripts/hip-cpu-check.sh) cannot run PTX.
-// It compiles for sm_80 and sm_90a without spills (packages/engine/test/attention-registers.test.ts,
-// figures in BENCHMARKS.md); packages/engine/test/attention-mma.test.ts compares it with SIMT on the
-// next GPU. HIP builds get the stubs at the bottom (never called: MmaAttentionApplies is false).
+// NEVER RUN ON A GPU: none where this was written, and HIP-CPU (scripts/hip-cpu-check.sh) cannot run
+// PTX. The kernels themselves did run on the host, unchanged, through an emulation of the CUDA
+// functions they use (AGENTRL_MMA_EMULATE: packages/engine/test/attention-mma-emulate.test.ts, within
+// bf16 error, <= 4e-3, of a float64 attention); they compile for sm_80 and sm_90a without spills
+// (packages/engine/test/attention-registers.test.ts, figures in BENCHMARKS.md);
+// packages/engine/test/attention-mma.test.ts compares them with SIMT on the next GPU. HIP builds get
+// the stubs at the bottom (never called: MmaAttentionApplies is false).
 #include "engine/cuda/attention_mma.h"
 
 #include <cstdlib>
