@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { type Device, firstRunnableDevice } from '../src/device.js';
@@ -18,6 +20,12 @@ const wanted = process.env.AGENTRL_GPU_TEST_DEVICE as Device | undefined;
 const { device, reasons } = firstRunnableDevice(wanted ? [wanted] : ['cuda']);
 const where = device ? `on ${device}` : `skipped, no GPU: ${reasons}`;
 const child = fileURLToPath(new URL('./fixtures/attention-mma-child.ts', import.meta.url));
+const sanitizer =
+  process.env.AGENTRL_GPU_SANITIZE === '1'
+    ? [...(process.env.PATH ?? '').split(':'), '/usr/local/cuda/bin']
+        .map((d) => join(d, 'compute-sanitizer'))
+        .find((p) => existsSync(p))
+    : undefined;
 
 interface Run {
   hidden: number[];
@@ -27,17 +35,16 @@ interface Run {
   losses: number[];
 }
 
-function spawnChild(headDim: number, attention: string) {
-  return spawnSync(
-    process.execPath,
-    ['--conditions=@agentrl/source', '--import', 'tsx', child, String(headDim), device ?? 'cuda'],
-    {
-      encoding: 'utf8',
-      timeout: 180_000,
-      maxBuffer: 256 * 1024 * 1024,
-      env: { ...process.env, AGENTRL_GPU_ATTENTION: attention },
-    },
-  );
+/** The child at one head_dim and setting, optionally under a wrapper command (compute-sanitizer). */
+function spawnChild(headDim: number, attention: string, wrapper: string[] = [], extra: string[] = []) {
+  const node = [process.execPath, '--conditions=@agentrl/source', '--import', 'tsx', child];
+  const [cmd, ...args] = [...wrapper, ...node, String(headDim), device ?? 'cuda', ...extra];
+  return spawnSync(cmd as string, args, {
+    encoding: 'utf8',
+    timeout: 600_000,
+    maxBuffer: 256 * 1024 * 1024,
+    env: { ...process.env, AGENTRL_GPU_ATTENTION: attention },
+  });
 }
 
 function run(headDim: number, attention: 'mma' | 'simt'): Run {
@@ -79,6 +86,29 @@ describe(`tensor-core attention (AGENTRL_GPU_ATTENTION=mma) against SIMT (${wher
         expect(mma.losses).toEqual(simt.losses);
       }
       for (const r of [simt, mma]) expect(r.losses.at(-1) ?? 0).toBeLessThan(r.losses[0] ?? 0);
+    },
+  );
+
+  // Opt-in (AGENTRL_GPU_SANITIZE=1: slow): compute-sanitizer's memcheck (out-of-bounds, misaligned)
+  // and racecheck (shared-memory hazards) over the Mma kernels only, one forward and backward.
+  it.skipIf(device !== 'cuda' || !sanitizer)(
+    `compute-sanitizer memcheck and racecheck find nothing in the mma kernels (${sanitizer ?? 'skipped: set AGENTRL_GPU_SANITIZE=1 with compute-sanitizer on PATH'})`,
+    { timeout: 1_200_000 },
+    () => {
+      for (const tool of ['memcheck', 'racecheck']) {
+        const wrap = [
+          sanitizer as string,
+          '--tool',
+          tool,
+          '--kernel-name',
+          'kns=Mma',
+          '--error-exitcode',
+          '99',
+        ];
+        const r = spawnChild(128, 'mma', wrap, ['once']);
+        expect(r.status, `${tool}:\n${r.stdout}\n${r.stderr}`).toBe(0);
+        expect(r.stdout, tool).toMatch(/ATTN_MMA /);
+      }
     },
   );
 
