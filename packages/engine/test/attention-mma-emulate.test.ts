@@ -10,9 +10,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 // shuffles, and mma.sync m16n8k16 assembled from the 32 lanes' bf16 fragments by the PTX ISA's
 // tables) and fixtures/mma_attention_emulate.cc compares forward (out, lse) and backward (dq, dk,
 // dv) with a float64 causal attention over a packed GQA batch whose lengths cross every tile, at
-// head_dim 128 and 64, and over a batch of 13 tokens (less than one warp's rows live). The kernels
-// round q / k / v / dO, P and dS to bf16, hence the bound. This is the closest run possible
-// without a GPU; the real one is test/attention-mma.test.ts.
+// head_dim 128 and 64, and over a batch of 13 tokens (less than one warp's rows live), each with
+// the fragments read by ldmatrix (AGENTRL_GPU_ATTENTION=mma) and by plain loads (mma-lds). The
+// kernels round q / k / v / dO, P and dS to bf16, hence the bound. This is the closest run
+// possible without a GPU; the real one is test/attention-mma.test.ts.
 const TOL = 2e-2;
 const fixtures = fileURLToPath(new URL('./fixtures', import.meta.url));
 const include = fileURLToPath(new URL('../../../native/src', import.meta.url));
@@ -41,7 +42,7 @@ describe(`tensor-core attention kernels emulated on the host (${gxx ?? 'skipped:
       expect(
         lines.filter((l) => / rel /.test(l)),
         r.stdout,
-      ).toHaveLength(15);
+      ).toHaveLength(30);
       expect(lines.at(-1), r.stdout).toBe('ok');
       expect(r.status).toBe(0);
     },

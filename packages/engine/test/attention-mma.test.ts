@@ -12,7 +12,9 @@ import { rel } from './helpers.js';
 // whose lengths cross the kernels' tiles. The addon reads the variable once per process, so each
 // setting runs in its own child (fixtures/attention-mma-child.ts). On CUDA the products are bf16
 // (fp32 accumulation, fp32 softmax): agreement to MMA_TOL relative (max |a - b| / max |b| per
-// tensor, as the bf16 GEMM tests), and the bits must differ (else the mma kernels did not run).
+// tensor, as the bf16 GEMM tests), and the bits must differ (else the mma kernels did not run);
+// AGENTRL_GPU_ATTENTION=mma-lds (the same kernels reading fragments with plain shared loads instead
+// of ldmatrix) must give mma's bits exactly.
 // On HIP (the HIP-CPU check: AGENTRL_GPU_TEST_DEVICE=rocm) there is no mma, so the two settings
 // must give the same bits. No GPU: every test listed as skipped with the reason.
 const MMA_TOL = 3e-2;
@@ -47,7 +49,7 @@ function spawnChild(headDim: number, attention: string, wrapper: string[] = [], 
   });
 }
 
-function run(headDim: number, attention: 'mma' | 'simt'): Run {
+function run(headDim: number, attention: 'mma' | 'mma-lds' | 'simt'): Run {
   const r = spawnChild(headDim, attention);
   const line = r.stdout?.split('\n').find((l) => l.startsWith('ATTN_MMA '));
   if (r.status !== 0 || !line) {
@@ -64,6 +66,10 @@ describe(`tensor-core attention (AGENTRL_GPU_ATTENTION=mma) against SIMT (${wher
     (headDim) => {
       const simt = run(headDim, 'simt');
       const mma = run(headDim, 'mma');
+      // The same kernels reading their fragments with plain loads instead of ldmatrix: same bits.
+      const lds = run(headDim, 'mma-lds');
+      expect(lds.hidden, 'mma-lds = mma: hidden').toEqual(mma.hidden);
+      expect(lds.grads, 'mma-lds = mma: gradients').toEqual(mma.grads);
       expect(simt.repeatable, 'simt: the same gradients twice').toBe(true);
       expect(mma.repeatable, 'mma: the same gradients twice (no atomics)').toBe(true);
       if (device === 'cuda') {

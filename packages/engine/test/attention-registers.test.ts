@@ -12,8 +12,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 const src = fileURLToPath(new URL('../../../native/src/engine/cuda/attention.cu', import.meta.url));
 // The opt-in bf16 tensor-core kernels (AGENTRL_GPU_ATTENTION=mma), templated on head_dim.
 const mmaSrc = fileURLToPath(new URL('../../../native/src/engine/cuda/attention_mma.cu', import.meta.url));
+// <head_dim, ldmatrix>: the fragments read by ldmatrix (AGENTRL_GPU_ATTENTION=mma) or plain loads (mma-lds).
 const mmaKernels = ['MmaForwardKernel', 'MmaDkDvKernel', 'MmaDqKernel'].flatMap((k) =>
-  [64, 128].map((d) => `${k}ILi${d}E`),
+  [64, 128].flatMap((d) => [1, 0].map((l) => `${k}ILi${d}ELb${l}E`)),
 );
 const include = fileURLToPath(new URL('../../../native/src', import.meta.url));
 const kernels = [
@@ -97,7 +98,7 @@ describe(`tensor-core attention kernels on sm_90a and sm_80 (${nvcc ? nvcc : 'sk
     );
   }
   it.skipIf(!nvcc)(
-    'the PTX of every kernel issues mma.sync.aligned.m16n8k16 bf16 with fp32 accumulation',
+    'the PTX of every kernel issues mma.sync.aligned.m16n8k16 bf16 (fp32 accumulation), ldmatrix where chosen',
     () => {
       const ptx = join(out, 'attention_mma.ptx');
       report(nvcc as string, [
@@ -118,6 +119,12 @@ describe(`tensor-core attention kernels on sm_90a and sm_80 (${nvcc ? nvcc : 'sk
           .find((b) => new RegExp(`^\\S*\\d${k}E`).test(b));
         expect(body, `${k} in the PTX`).toBeDefined();
         expect(body, k).toContain('mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32');
+        if (k.endsWith('Lb1E')) {
+          expect(body, k).toContain('ldmatrix.sync.aligned.m8n8.x4.shared.b16');
+          expect(body, k).toContain('ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16');
+        } else {
+          expect(body, k).not.toContain('ldmatrix');
+        }
       }
     },
   );

@@ -8,9 +8,11 @@
 // accumulators in mma C fragments (mma_fragments.h): a 16 x D tile is D / 2 floats per lane. Q and dO
 // (forward, dQ pass) go from global memory straight into A fragments, converted fp32 -> bf16 once;
 // the streamed tiles (K and V, or Q and dO) are converted into shared memory as bf16 rows padded by 8
-// (16 bytes: the fragment reads below hit 32 distinct banks). A B operand that is a tile's rows
-// (K in Q K^T) is one 32-bit read per register; one that is its columns (V in P V, dO in P^T dO, Q in
-// dS^T Q, K in dS K) is two 16-bit reads. The scores' C fragments become the next product's A
+// (16 bytes: the fragment reads below hit 32 distinct banks, and ldmatrix rows stay 16-byte
+// aligned). Fragments come out of shared memory by ldmatrix.x4 (kLdm; .trans for an operand read by
+// its columns: V in P V, dO in P^T dO, Q in dS^T Q, K in dS K), or with kLdm false
+// (AGENTRL_GPU_ATTENTION=mma-lds) by plain loads: one 32-bit read per register of a tile's rows, two
+// 16-bit reads per register of its columns; the same bits either way. The scores' C fragments become the next product's A
 // fragments in registers (CToA*), as in FlashAttention-2. Warps whose rows see none of a tile (other
 // sequences, or keys past the diagonal) skip its products, not its barriers. No atomics: dK / dV sum
 // the group's heads and the query tiles in a fixed order, so every run gives the same bits.
@@ -104,7 +106,7 @@ __device__ inline void Stage(const float* src, uint16_t (*dst)[D + kPad], int ro
 // A fragments of the warp's 16 rows (`row[0]` = its lane's first, `row[1]` = that + 8) of a
 // [*, stride] fp32 matrix at column `col`, all D columns: KC = D / 16 fragments, zero for dead rows.
 template <int D>
-__device__ inline void LoadA(uint32_t (&a)[D / 16][4], const float* src, const int (&row)[2], const bool (&live)[2],
+__device__ inline void LoadAGlobal(uint32_t (&a)[D / 16][4], const float* src, const int (&row)[2], const bool (&live)[2],
                              int64_t stride, int col, int lane) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
@@ -143,23 +145,82 @@ __device__ inline void BCols(uint32_t& b0, uint32_t& b1, const uint16_t (*t)[D +
   b1 = Pair(t[k + 8][n], t[k + 9][n]);
 }
 
+// ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: lane l gives the address of row l % 8 of the
+// 8 x 8 matrix l / 8 (16 contiguous bytes); register i receives matrix i as an mma fragment (see
+// mma_fragments.h, LdmRow* / LdmCol*). One instruction for what BRows / BCols read in 4 to 8.
+template <bool kTrans>
+__device__ inline void LdMatrix4(uint32_t (&r)[4], const uint16_t* row) {
+#if defined(AGENTRL_MMA_EMULATE)
+  EmulatedLdMatrix4(r, row, kTrans);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if constexpr (kTrans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  }
+#else
+  (void)row;
+  r[0] = r[1] = r[2] = r[3] = 0;
+  __trap();
+#endif
+}
+
+// The three fragment reads from shared memory, by ldmatrix (kLdm) or by plain 32 / 16-bit loads
+// (AGENTRL_GPU_ATTENTION=mma-lds: the same numbers, to compare or to fall back on).
+// A fragment of the 16 x 16 block at (r0, c0) of a row-major tile (K or V in the dK/dV pass).
+template <bool kLdm, int D>
+__device__ inline void LoadA(uint32_t (&a)[4], const uint16_t (*t)[D + kPad], int r0, int c0, int lane) {
+  if constexpr (kLdm) {
+    LdMatrix4<false>(a, &t[r0 + LdmRowA(lane)][c0 + LdmColA(lane)]);
+  } else {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) a[r] = Ld32(&t[r0 + ARow(lane, r)][c0 + ACol(lane, r)]);
+  }
+}
+// B fragments of n-tiles n0 and n0 + 8 (b[0..1], b[2..3]) at k-chunk k0 of a [n][k] tile.
+template <bool kLdm, int D>
+__device__ inline void LoadBRows(uint32_t (&b)[4], const uint16_t (*t)[D + kPad], int n0, int k0, int lane) {
+  if constexpr (kLdm) {
+    LdMatrix4<false>(b, &t[n0 + LdmRowB(lane)][k0 + LdmColB(lane)]);
+  } else {
+    BRows<D>(b[0], b[1], t, n0, k0, lane);
+    BRows<D>(b[2], b[3], t, n0 + kN, k0, lane);
+  }
+}
+// B fragments of n-tiles n0 and n0 + 8 at k-chunk k0 of a [k][n] tile (transposed reads).
+template <bool kLdm, int D>
+__device__ inline void LoadBCols(uint32_t (&b)[4], const uint16_t (*t)[D + kPad], int k0, int n0, int lane) {
+  if constexpr (kLdm) {
+    LdMatrix4<true>(b, &t[k0 + LdmRowA(lane)][n0 + LdmColA(lane)]);
+  } else {
+    BCols<D>(b[0], b[1], t, k0, n0, lane);
+    BCols<D>(b[2], b[3], t, k0, n0 + kN, lane);
+  }
+}
+
 // sc[nt] = A B over D: A the warp's 16 rows as fragments (qa), B from the rows of a [n][k] tile
 // (keys of K, or of V): scores for NT * 8 of the tile's rows.
-template <int D, int NT>
+template <bool kLdm, int D, int NT>
 __device__ inline void RowProducts(float (&sc)[NT][4], const uint32_t (&a)[D / 16][4], const uint16_t (*t)[D + kPad],
                                    int lane) {
 #pragma unroll
   for (int kk = 0; kk < D / kK; ++kk) {
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      uint32_t b0, b1;
-      BRows<D>(b0, b1, t, nt * kN, kk * kK, lane);
-      Mma(sc[nt], a[kk], b0, b1);
+    for (int nt = 0; nt < NT; nt += 2) {
+      uint32_t b[4];
+      LoadBRows<kLdm, D>(b, t, nt * kN, kk * kK, lane);
+      Mma(sc[nt], a[kk], b[0], b[1]);
+      Mma(sc[nt + 1], a[kk], b[2], b[3]);
     }
   }
 }
 // acc += C T: C the NT * 8 columns of C tiles (P or dS) as A fragments, T a [k][n] tile of D columns.
-template <int D, int NT>
+template <bool kLdm, int D, int NT>
 __device__ inline void ColumnProducts(float (&acc)[D / 8][4], const float (&c)[NT][4], const uint16_t (*t)[D + kPad],
                                       int lane) {
 #pragma unroll
@@ -167,10 +228,11 @@ __device__ inline void ColumnProducts(float (&acc)[D / 8][4], const float (&c)[N
     uint32_t a[4];
     CToA<NT>(a, c, kc);
 #pragma unroll
-    for (int dt = 0; dt < D / kN; ++dt) {
-      uint32_t b0, b1;
-      BCols<D>(b0, b1, t, kc * kK, dt * kN, lane);
-      Mma(acc[dt], a, b0, b1);
+    for (int dt = 0; dt < D / kN; dt += 2) {
+      uint32_t b[4];
+      LoadBCols<kLdm, D>(b, t, kc * kK, dt * kN, lane);
+      Mma(acc[dt], a, b[0], b[1]);
+      Mma(acc[dt + 1], a, b[2], b[3]);
     }
   }
 }
@@ -221,7 +283,7 @@ __device__ inline void StoreRows(float* dst, int64_t stride, int col, const Rows
 }
 
 // Forward: 64 query rows per block, key tiles of 64.
-template <int D>
+template <int D, bool kLdm>
 __global__ void __launch_bounds__(kThreads)
     MmaForwardKernel(const float* q, const float* k, const float* v, float* out, float* lse, Packed pk, AttnShape s) {
   constexpr int Br = kWarps * kRowsPerWarp, Bc = 64, KC = D / 16, NT = Bc / 8, DT = D / 8;
@@ -235,7 +297,7 @@ __global__ void __launch_bounds__(kThreads)
   const Rows w = WarpRows(pk, first + warp * kRowsPerWarp, lane, false);
   const int warp_begin = w.first <= w.last ? pk.cu[pk.seq_of[w.first]] : 0;
   uint32_t qa[KC][4];
-  LoadA<D>(qa, q, w.row, w.live, qs, h * D, lane);
+  LoadAGlobal<D>(qa, q, w.row, w.live, qs, h * D, lane);
   float o[DT][4] = {};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   for (int j0 = pk.cu[pk.seq_of[first]]; j0 <= last; j0 += Bc) {
@@ -245,7 +307,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     if (w.first > w.last || j0 > w.last || j0 + Bc <= warp_begin) continue;  // warp-uniform
     float sc[NT][4] = {};
-    RowProducts<D, NT>(sc, qa, ks, lane);
+    RowProducts<kLdm, D, NT>(sc, qa, ks, lane);
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
@@ -279,7 +341,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int i = 0; i < 4; ++i) o[dt][i] *= corr[i >> 1];
     }
-    ColumnProducts<D, NT>(o, sc, vs, lane);
+    ColumnProducts<kLdm, D, NT>(o, sc, vs, lane);
   }
   float inv[2];
 #pragma unroll
@@ -294,7 +356,7 @@ __global__ void __launch_bounds__(kThreads)
 // dK/dV: 64 key rows per block (16 per warp) of kv head g, K and V tiles in shared memory; query
 // tiles of Bq rows of each head of the group, the queries >= the block's first key of the same
 // sequences. dK_j = scale sum_i dS_ij Q_i, dV_j = sum_i P_ij dO_i over the queries i >= j of j's sequence.
-template <int D>
+template <int D, bool kLdm>
 __global__ void __launch_bounds__(kThreads)
     MmaDkDvKernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
                   const float* delta, float* dk, float* dv, Packed pk, AttnShape s) {
@@ -332,18 +394,17 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int kk = 0; kk < KC; ++kk) {
         uint32_t ka[4], va[4];
+        LoadA<kLdm, D>(ka, ks, krow, kk * kK, lane);
+        LoadA<kLdm, D>(va, vs, krow, kk * kK, lane);
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          ka[r] = Ld32(&ks[krow + ARow(lane, r)][kk * kK + ACol(lane, r)]);
-          va[r] = Ld32(&vs[krow + ARow(lane, r)][kk * kK + ACol(lane, r)]);
-        }
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          uint32_t b0, b1;
-          BRows<D>(b0, b1, qsh, nt * kN, kk * kK, lane);
-          Mma(st[nt], ka, b0, b1);
-          BRows<D>(b0, b1, dosh, nt * kN, kk * kK, lane);
-          Mma(dpt[nt], va, b0, b1);
+        for (int nt = 0; nt < NT; nt += 2) {
+          uint32_t b[4];
+          LoadBRows<kLdm, D>(b, qsh, nt * kN, kk * kK, lane);
+          Mma(st[nt], ka, b[0], b[1]);
+          Mma(st[nt + 1], ka, b[2], b[3]);
+          LoadBRows<kLdm, D>(b, dosh, nt * kN, kk * kK, lane);
+          Mma(dpt[nt], va, b[0], b[1]);
+          Mma(dpt[nt + 1], va, b[2], b[3]);
         }
       }
 #pragma unroll
@@ -357,8 +418,8 @@ __global__ void __launch_bounds__(kThreads)
           st[nt][i] = p;
         }
       }
-      ColumnProducts<D, NT>(dva, st, dosh, lane);  // dV += P^T dO
-      ColumnProducts<D, NT>(dka, dpt, qsh, lane);  // dK += dS^T Q
+      ColumnProducts<kLdm, D, NT>(dva, st, dosh, lane);  // dV += P^T dO
+      ColumnProducts<kLdm, D, NT>(dka, dpt, qsh, lane);  // dK += dS^T Q
     }
   }
   constexpr float kOne[2] = {1.f, 1.f};
@@ -367,7 +428,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // dQ: 64 query rows per block (16 per warp), key tiles of 32: dQ_i = scale sum_j dS_ij K_j.
-template <int D>
+template <int D, bool kLdm>
 __global__ void __launch_bounds__(kThreads)
     MmaDqKernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
                 const float* delta, float* dq, Packed pk, AttnShape s) {
@@ -382,8 +443,8 @@ __global__ void __launch_bounds__(kThreads)
   const Rows w = WarpRows(pk, first + warp * kRowsPerWarp, lane, false);
   const int warp_begin = w.first <= w.last ? pk.cu[pk.seq_of[w.first]] : 0;
   uint32_t qa[KC][4], oa[KC][4];
-  LoadA<D>(qa, q, w.row, w.live, qs, h * D, lane);
-  LoadA<D>(oa, dout, w.row, w.live, qs, h * D, lane);
+  LoadAGlobal<D>(qa, q, w.row, w.live, qs, h * D, lane);
+  LoadAGlobal<D>(oa, dout, w.row, w.live, qs, h * D, lane);
   float lr[2], dl[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -398,8 +459,8 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     if (w.first > w.last || j0 > w.last || j0 + Bc <= warp_begin) continue;  // warp-uniform
     float sc[NT][4] = {}, dp[NT][4] = {};
-    RowProducts<D, NT>(sc, qa, ks, lane);  // S = Q K^T
-    RowProducts<D, NT>(dp, oa, vs, lane);  // dP = dO V^T
+    RowProducts<kLdm, D, NT>(sc, qa, ks, lane);  // S = Q K^T
+    RowProducts<kLdm, D, NT>(dp, oa, vs, lane);  // dP = dO V^T
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
@@ -410,7 +471,7 @@ __global__ void __launch_bounds__(kThreads)
         dp[nt][i] = seen ? p * (dp[nt][i] - dl[r]) * s.scale : 0.f;
       }
     }
-    ColumnProducts<D, NT>(dqa, dp, ks, lane);  // dQ += dS K
+    ColumnProducts<kLdm, D, NT>(dqa, dp, ks, lane);  // dQ += dS K
   }
   constexpr float kOne[2] = {1.f, 1.f};
   StoreRows<D>(dq, qs, h * D, w, dqa, kOne, lane);
@@ -426,15 +487,19 @@ namespace {
 
 void Launched(const char* what) { agentrl::gpu::Check(gpuGetLastError(), what); }
 
-bool Wanted() {
-  static const bool wanted = [] {
+// AGENTRL_GPU_ATTENTION, read once: 0 simt (default), 1 mma (fragments by ldmatrix), 2 mma-lds
+// (the same kernels reading fragments with plain shared loads).
+int Mode() {
+  static const int mode = [] {
     const char* e = std::getenv("AGENTRL_GPU_ATTENTION");
-    if (e == nullptr || *e == '\0' || std::strcmp(e, "simt") == 0) return false;
-    if (std::strcmp(e, "mma") == 0) return true;
+    if (e == nullptr || *e == '\0' || std::strcmp(e, "simt") == 0) return 0;
+    if (std::strcmp(e, "mma") == 0) return 1;
+    if (std::strcmp(e, "mma-lds") == 0) return 2;
     throw std::runtime_error(std::string("AGENTRL_GPU_ATTENTION=") + e +
-                             ": expected simt (fp32 SIMT kernels, the default) or mma (bf16 tensor cores, sm_80+)");
+                             ": expected simt (fp32 SIMT kernels, the default) or mma (bf16 tensor cores, sm_80+; "
+                             "mma-lds: the same without ldmatrix)");
   }();
-  return wanted;
+  return mode;
 }
 
 // The compute capability of the device current at the first call (one device per process).
@@ -453,7 +518,7 @@ int Major() {
 int BinaryVersion() {
   static const int version = [] {
     cudaFuncAttributes attr{};
-    return cudaFuncGetAttributes(&attr, MmaForwardKernel<64>) == cudaSuccess ? attr.binaryVersion : 0;
+    return cudaFuncGetAttributes(&attr, MmaForwardKernel<64, true>) == cudaSuccess ? attr.binaryVersion : 0;
   }();
   return version;
 }
@@ -463,19 +528,34 @@ bool Aligned(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>
 }  // namespace
 
 bool MmaAttentionApplies(const AttnShape& s, const float* q, const float* k, const float* v, const float* dout) {
-  if (!Wanted()) return false;
-  return Major() >= 8 && BinaryVersion() >= 80 && (s.head_dim == 64 || s.head_dim == 128) && Aligned(q) && Aligned(k) && Aligned(v) &&
-         Aligned(dout);
+  if (Mode() == 0) return false;
+  return Major() >= 8 && BinaryVersion() >= 80 && (s.head_dim == 64 || s.head_dim == 128) && Aligned(q) &&
+         Aligned(k) && Aligned(v) && Aligned(dout);
 }
+
+namespace {
+template <int D, bool kLdm>
+void Forward(const float* q, const float* k, const float* v, float* out, float* lse, const Packed& pk,
+             const AttnShape& s) {
+  MmaForwardKernel<D, kLdm><<<dim3((pk.total + 63) / 64, s.heads), kThreads>>>(q, k, v, out, lse, pk, s);
+}
+template <int D, bool kLdm>
+void Backward(const float* q, const float* k, const float* v, const float* dout, const float* lse, const float* delta,
+              float* dq, float* dk, float* dv, const Packed& pk, const AttnShape& s) {
+  const unsigned tiles = (pk.total + 63) / 64;
+  MmaDkDvKernel<D, kLdm><<<dim3(tiles, s.kv_heads), kThreads>>>(q, k, v, dout, lse, delta, dk, dv, pk, s);
+  MmaDqKernel<D, kLdm><<<dim3(tiles, s.heads), kThreads>>>(q, k, v, dout, lse, delta, dq, pk, s);
+}
+}  // namespace
 
 void MmaAttentionForward(const float* q, const float* k, const float* v, float* out, float* lse, const int32_t* cu,
                          const int32_t* seq_of, int total, const AttnShape& s) {
-  const dim3 grid((total + 63) / 64, s.heads);
   const Packed pk{cu, seq_of, total};
+  const bool ldm = Mode() == 1;
   if (s.head_dim == 128) {
-    MmaForwardKernel<128><<<grid, kThreads>>>(q, k, v, out, lse, pk, s);
+    (ldm ? Forward<128, true> : Forward<128, false>)(q, k, v, out, lse, pk, s);
   } else {
-    MmaForwardKernel<64><<<grid, kThreads>>>(q, k, v, out, lse, pk, s);
+    (ldm ? Forward<64, true> : Forward<64, false>)(q, k, v, out, lse, pk, s);
   }
   Launched("attention forward (mma)");
 }
@@ -483,14 +563,12 @@ void MmaAttentionForward(const float* q, const float* k, const float* v, float* 
 void MmaAttentionBackward(const float* q, const float* k, const float* v, const float* dout, const float* lse,
                           const float* delta, float* dq, float* dk, float* dv, const int32_t* cu,
                           const int32_t* seq_of, int total, const AttnShape& s) {
-  const unsigned tiles = (total + 63) / 64;
   const Packed pk{cu, seq_of, total};
+  const bool ldm = Mode() == 1;
   if (s.head_dim == 128) {
-    MmaDkDvKernel<128><<<dim3(tiles, s.kv_heads), kThreads>>>(q, k, v, dout, lse, delta, dk, dv, pk, s);
-    MmaDqKernel<128><<<dim3(tiles, s.heads), kThreads>>>(q, k, v, dout, lse, delta, dq, pk, s);
+    (ldm ? Backward<128, true> : Backward<128, false>)(q, k, v, dout, lse, delta, dq, dk, dv, pk, s);
   } else {
-    MmaDkDvKernel<64><<<dim3(tiles, s.kv_heads), kThreads>>>(q, k, v, dout, lse, delta, dk, dv, pk, s);
-    MmaDqKernel<64><<<dim3(tiles, s.heads), kThreads>>>(q, k, v, dout, lse, delta, dq, pk, s);
+    (ldm ? Backward<64, true> : Backward<64, false>)(q, k, v, dout, lse, delta, dq, dk, dv, pk, s);
   }
   Launched("attention backward (mma)");
 }
@@ -503,7 +581,8 @@ namespace agentrl::engine::gpu {
 
 bool MmaAttentionApplies(const AttnShape&, const float*, const float*, const float*, const float*) {
   const char* e = std::getenv("AGENTRL_GPU_ATTENTION");
-  if (e != nullptr && *e != '\0' && std::strcmp(e, "simt") != 0 && std::strcmp(e, "mma") != 0) {
+  if (e != nullptr && *e != '\0' && std::strcmp(e, "simt") != 0 && std::strcmp(e, "mma") != 0 &&
+      std::strcmp(e, "mma-lds") != 0) {
     throw std::runtime_error(std::string("AGENTRL_GPU_ATTENTION=") + e +
                              ": expected simt (the default) or mma (CUDA sm_80+ only; HIP always runs simt)");
   }

@@ -32,4 +32,15 @@ AGENTRL_HD constexpr int CCol(int lane, int i) { return 2 * (lane & 3) + (i & 1)
 AGENTRL_HD constexpr int CToATile(int reg) { return reg >> 1; }
 AGENTRL_HD constexpr int CToAIndex(int reg) { return 2 * (reg & 1); }
 
+// ldmatrix.x4 (8 x 8 b16 matrices; lane l gives row l % 8 of matrix l / 8): the row and column
+// offsets each lane points at so that the 4 registers come out as
+//   "A order" (LdmRowA / LdmColA): matrix i at rows + 8 (i % 2), columns + 8 (i / 2): one A fragment
+//     of a 16 x 16 block, or with .trans the B fragments of n-tiles n0, n0 + 8 of a [k][n] tile;
+//   "B order" (LdmRowB / LdmColB): rows + 8 (i / 2), columns + 8 (i % 2): the B fragments (b0, b1)
+//     of n-tiles n0 and n0 + 8 of a [n][k] tile.
+AGENTRL_HD constexpr int LdmRowA(int lane) { return (lane & 7) + 8 * ((lane >> 3) & 1); }
+AGENTRL_HD constexpr int LdmColA(int lane) { return 8 * (lane >> 4); }
+AGENTRL_HD constexpr int LdmRowB(int lane) { return (lane & 7) + 8 * (lane >> 4); }
+AGENTRL_HD constexpr int LdmColB(int lane) { return 8 * ((lane >> 3) & 1); }
+
 }  // namespace agentrl::engine::gpu::mma
