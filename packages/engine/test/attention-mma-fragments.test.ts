@@ -8,7 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 // The tensor-core attention's index math on the host (no GPU): native/src/engine/cuda/
 // mma_fragments.h, the lane -> (row, column) maps of mma.sync.m16n8k16's A, B and C fragments that
 // attention_mma.cu fills its registers with, checked by fixtures/mma_fragments_check.cc (coverage,
-// one product assembled from the fragments, and the S = Q K^T -> P V chaining the kernels use).
+// one product assembled from the fragments, the S = Q K^T -> P V chaining the kernels use, and the
+// ldmatrix.x4 address maps).
 const check = fileURLToPath(new URL('./fixtures/mma_fragments_check.cc', import.meta.url));
 const include = fileURLToPath(new URL('../../../native/src', import.meta.url));
 const gxx = ['/usr/bin/g++', '/usr/local/bin/g++'].find((p) => existsSync(p));
