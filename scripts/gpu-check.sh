@@ -80,7 +80,7 @@ step "bf16 variant of the engine forward tests" bash -c "cd '$root/packages/engi
 step "agentrl GPU bench" bash -c "cd '$root/packages/engine' && timeout 240 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
 # The bf16 tensor-core attention (opt-in, AGENTRL_GPU_ATTENTION=mma): against SIMT, then its train figure.
 step "tensor-core attention against SIMT" bash -c "cd '$root/packages/engine' && timeout 120 npx vitest run test/attention-mma.test.ts"
-step "agentrl GPU bench, train with AGENTRL_GPU_ATTENTION=mma" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_ATTENTION=mma GPU_BENCH_ONLY=train timeout 90 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
+step "agentrl GPU bench, train with AGENTRL_GPU_ATTENTION=mma" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_ATTENTION=mma GPU_BENCH_ONLY=train timeout 150 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
 if python3 -c 'import torch, transformers' 2>/dev/null; then
   step "PyTorch + transformers bench" timeout 180 python3 "$root/scripts/gpu-bench-torch.py"
 else
