@@ -282,30 +282,54 @@ __device__ inline void StoreRows(float* dst, int64_t stride, int col, const Rows
   }
 }
 
+// A block of 64 query rows of head blockIdx.y (forward, dQ pass): its first and last row, the kv head,
+// this lane's rows and the warp's sequence start.
+struct QueryBlock {
+  int h, g, first, last, warp_begin;
+  Rows w;
+  // Whether any of the warp's rows sees a key in j0 .. j0 + n - 1 (the same answer on every lane).
+  __device__ bool Sees(int j0, int n) const { return w.first <= w.last && j0 <= w.last && j0 + n > warp_begin; }
+};
+__device__ inline QueryBlock QueryRows(const Packed& pk, const AttnShape& s, int lane) {
+  QueryBlock b;
+  b.h = blockIdx.y;
+  b.g = b.h / (s.heads / s.kv_heads);
+  b.first = blockIdx.x * kWarps * kRowsPerWarp;
+  b.last = min(b.first + kWarps * kRowsPerWarp, pk.total) - 1;
+  b.w = WarpRows(pk, b.first + static_cast<int>(threadIdx.x / 32) * kRowsPerWarp, lane, false);
+  b.warp_begin = b.w.first <= b.w.last ? pk.cu[pk.seq_of[b.w.first]] : 0;
+  return b;
+}
+
+// The key tile j0 .. j0 + R - 1 of K and V (kv column `col`) into shared memory, between barriers
+// (the previous tile's readers are done; this one is complete).
+template <int R, int D>
+__device__ inline void StageTiles(const float* k, const float* v, uint16_t (*ks)[D + kPad], uint16_t (*vs)[D + kPad],
+                                  int j0, int last, int64_t stride, int col) {
+  __syncthreads();
+  Stage<R, D>(k, ks, j0, last, stride, col);
+  Stage<R, D>(v, vs, j0, last, stride, col);
+  __syncthreads();
+}
+
 // Forward: 64 query rows per block, key tiles of 64.
 template <int D, bool kLdm>
 __global__ void __launch_bounds__(kThreads)
     MmaForwardKernel(const float* q, const float* k, const float* v, float* out, float* lse, Packed pk, AttnShape s) {
-  constexpr int Br = kWarps * kRowsPerWarp, Bc = 64, KC = D / 16, NT = Bc / 8, DT = D / 8;
+  constexpr int Bc = 64, KC = D / 16, NT = Bc / 8, DT = D / 8;
   alignas(16) __shared__ uint16_t ks[Bc][D + kPad];
   alignas(16) __shared__ uint16_t vs[Bc][D + kPad];
-  const int qs = s.heads * D, kvs = s.kv_heads * D;
-  const int h = blockIdx.y, g = h / (s.heads / s.kv_heads);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int first = blockIdx.x * Br;
-  const int last = min(first + Br, pk.total) - 1;
-  const Rows w = WarpRows(pk, first + warp * kRowsPerWarp, lane, false);
-  const int warp_begin = w.first <= w.last ? pk.cu[pk.seq_of[w.first]] : 0;
+  const int qs = s.heads * D, kvs = s.kv_heads * D, lane = threadIdx.x % 32;
+  const QueryBlock b = QueryRows(pk, s, lane);
+  const int h = b.h, g = b.g, first = b.first, last = b.last;
+  const Rows& w = b.w;
   uint32_t qa[KC][4];
   LoadAGlobal<D>(qa, q, w.row, w.live, qs, h * D, lane);
   float o[DT][4] = {};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   for (int j0 = pk.cu[pk.seq_of[first]]; j0 <= last; j0 += Bc) {
-    __syncthreads();
-    Stage<Bc, D>(k, ks, j0, last, kvs, g * D);
-    Stage<Bc, D>(v, vs, j0, last, kvs, g * D);
-    __syncthreads();
-    if (w.first > w.last || j0 > w.last || j0 + Bc <= warp_begin) continue;  // warp-uniform
+    StageTiles<Bc, D>(k, v, ks, vs, j0, last, kvs, g * D);
+    if (!b.Sees(j0, Bc)) continue;  // warp-uniform
     float sc[NT][4] = {};
     RowProducts<kLdm, D, NT>(sc, qa, ks, lane);
     float mx[2] = {-INFINITY, -INFINITY};
@@ -432,16 +456,13 @@ template <int D, bool kLdm>
 __global__ void __launch_bounds__(kThreads)
     MmaDqKernel(const float* q, const float* k, const float* v, const float* dout, const float* lse,
                 const float* delta, float* dq, Packed pk, AttnShape s) {
-  constexpr int Br = kWarps * kRowsPerWarp, Bc = 32, KC = D / 16, NT = Bc / 8, DT = D / 8;
+  constexpr int Bc = 32, KC = D / 16, NT = Bc / 8, DT = D / 8;
   alignas(16) __shared__ uint16_t ks[Bc][D + kPad];
   alignas(16) __shared__ uint16_t vs[Bc][D + kPad];
-  const int qs = s.heads * D, kvs = s.kv_heads * D;
-  const int h = blockIdx.y, g = h / (s.heads / s.kv_heads);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int first = blockIdx.x * Br;
-  const int last = min(first + Br, pk.total) - 1;
-  const Rows w = WarpRows(pk, first + warp * kRowsPerWarp, lane, false);
-  const int warp_begin = w.first <= w.last ? pk.cu[pk.seq_of[w.first]] : 0;
+  const int qs = s.heads * D, kvs = s.kv_heads * D, lane = threadIdx.x % 32;
+  const QueryBlock b = QueryRows(pk, s, lane);
+  const int h = b.h, g = b.g, first = b.first, last = b.last;
+  const Rows& w = b.w;
   uint32_t qa[KC][4], oa[KC][4];
   LoadAGlobal<D>(qa, q, w.row, w.live, qs, h * D, lane);
   LoadAGlobal<D>(oa, dout, w.row, w.live, qs, h * D, lane);
@@ -453,11 +474,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   float dqa[DT][4] = {};
   for (int j0 = pk.cu[pk.seq_of[first]]; j0 <= last; j0 += Bc) {
-    __syncthreads();
-    Stage<Bc, D>(k, ks, j0, last, kvs, g * D);
-    Stage<Bc, D>(v, vs, j0, last, kvs, g * D);
-    __syncthreads();
-    if (w.first > w.last || j0 > w.last || j0 + Bc <= warp_begin) continue;  // warp-uniform
+    StageTiles<Bc, D>(k, v, ks, vs, j0, last, kvs, g * D);
+    if (!b.Sees(j0, Bc)) continue;  // warp-uniform
     float sc[NT][4] = {}, dp[NT][4] = {};
     RowProducts<kLdm, D, NT>(sc, qa, ks, lane);  // S = Q K^T
     RowProducts<kLdm, D, NT>(dp, oa, vs, lane);  // dP = dO V^T
