@@ -14,7 +14,7 @@ import { rel } from './helpers.js';
 // (fp32 accumulation, fp32 softmax): agreement to MMA_TOL relative (max |a - b| / max |b| per
 // tensor, as the bf16 GEMM tests), and the bits must differ (else the mma kernels did not run);
 // AGENTRL_GPU_ATTENTION=mma-lds (the same kernels reading fragments with plain shared loads instead
-// of ldmatrix) must give mma's bits exactly.
+// of ldmatrix) must give mma's numbers (to 1e-6).
 // On HIP (the HIP-CPU check: AGENTRL_GPU_TEST_DEVICE=rocm) there is no mma, so the two settings
 // must give the same bits. No GPU: every test listed as skipped with the reason.
 const MMA_TOL = 3e-2;
@@ -66,10 +66,14 @@ describe(`tensor-core attention (AGENTRL_GPU_ATTENTION=mma) against SIMT (${wher
     (headDim) => {
       const simt = run(headDim, 'simt');
       const mma = run(headDim, 'mma');
-      // The same kernels reading their fragments with plain loads instead of ldmatrix: same bits.
+      // The same kernels reading their fragments with plain loads instead of ldmatrix: the same
+      // numbers (same bits in the emulation; 1e-6 leaves room for the compiler's FMA choices, a
+      // wrong ldmatrix layout is off by O(1)).
       const lds = run(headDim, 'mma-lds');
-      expect(lds.hidden, 'mma-lds = mma: hidden').toEqual(mma.hidden);
-      expect(lds.grads, 'mma-lds = mma: gradients').toEqual(mma.grads);
+      expect(rel(lds.hidden, mma.hidden), 'mma-lds vs mma: hidden').toBeLessThan(1e-6);
+      lds.grads.forEach((g, i) => {
+        expect(rel(g.grad, mma.grads[i]?.grad ?? []), `mma-lds vs mma: ${g.name}`).toBeLessThan(1e-6);
+      });
       expect(simt.repeatable, 'simt: the same gradients twice').toBe(true);
       expect(mma.repeatable, 'mma: the same gradients twice (no atomics)').toBe(true);
       if (device === 'cuda') {
