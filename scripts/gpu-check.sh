@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with an NVIDIA GPU and CUDA, builds the addon for that GPU (Hopper:
 # sm_90a), runs every GPU test (the ones CI lists as skipped: engine — forward, gradients, AdamW,
-# KV cache, on-device sampling against the TS sampler, the device Generator, the O(T) bytes a
-# training or decode step moves, bf16 against fp32 —, kernels, the trainer's device steps and
-# `agentrl train --preset smoke --device cuda`, also with `--precision bf16`; NCCL at world size 1
-# and the device gradient reduce through it) and the GPU bench beside PyTorch +
-# transformers on the same GPU, and prints one summary. Written to finish in under 8 minutes on one
+# KV cache, on-device sampling against the TS sampler, the bf16 tensor-core attention against SIMT,
+# the device Generator, the O(T) bytes a training or decode step moves, bf16 against fp32 —,
+# kernels, the trainer's device steps and `agentrl train --preset smoke --device cuda`, also with
+# `--precision bf16`; NCCL at world size 1 and the device gradient reduce through it) and the GPU
+# bench beside PyTorch + transformers on the same GPU (training also with AGENTRL_GPU_ATTENTION=mma),
+# and prints one summary. Written to finish in under 8 minutes on one
 # H200; GPU_BENCH_QUICK=1 shrinks the bench (2 layers, short sequences) for a first try.
 #
 # Needs: nvidia-smi and nvcc (PATH or /usr/local/cuda/bin); Node >= 20 on PATH or unpacked from a
@@ -77,6 +78,9 @@ step "NCCL all-reduce at world size 1" bash -c "cd '$root/packages/parallel' && 
 step "data-parallel gradients on the device through NCCL (world size 1; 2 ranks with 2+ GPUs)" bash -c "cd '$root/packages/parallel' && timeout 300 npx vitest run test/device-data-parallel.test.ts && cd '$root/test' && timeout 300 npx vitest run src/device-data-parallel.test.ts"
 step "bf16 variant of the engine forward tests" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_PRECISION=bf16 npx vitest run test/device.test.ts -t 'forward hidden'"
 step "agentrl GPU bench" bash -c "cd '$root/packages/engine' && timeout 240 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
+# The bf16 tensor-core attention (opt-in, AGENTRL_GPU_ATTENTION=mma): against SIMT, then its train figure.
+step "tensor-core attention against SIMT" bash -c "cd '$root/packages/engine' && timeout 120 npx vitest run test/attention-mma.test.ts"
+step "agentrl GPU bench, train with AGENTRL_GPU_ATTENTION=mma" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_ATTENTION=mma GPU_BENCH_ONLY=train timeout 150 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
 if python3 -c 'import torch, transformers' 2>/dev/null; then
   step "PyTorch + transformers bench" timeout 180 python3 "$root/scripts/gpu-bench-torch.py"
 else

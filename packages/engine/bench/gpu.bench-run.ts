@@ -14,6 +14,10 @@ import { createAdamW } from '../src/optimizer.js';
 
 const device = (process.env.AGENTRL_GPU_TEST_DEVICE ?? 'cuda') as Device;
 const quick = process.env.GPU_BENCH_QUICK === '1';
+// The attention kernels the addon runs (read once per process): scripts/gpu-check.sh runs this file
+// a second time with AGENTRL_GPU_ATTENTION=mma and GPU_BENCH_ONLY=train, one train figure for each.
+const attention = process.env.AGENTRL_GPU_ATTENTION || 'simt';
+const trainOnly = process.env.GPU_BENCH_ONLY === 'train';
 const peakTflops = Number(process.env.GPU_PEAK_TFLOPS ?? 989); // H100/H200 SXM dense bf16, datasheet
 const report = (figure: Record<string, unknown>) => console.log(`GPU_BENCH ${JSON.stringify(figure)}`);
 const now = () => performance.now() / 1000;
@@ -66,12 +70,14 @@ it('gpu bench', () => {
   const tps = seq / dt;
   report({
     figure: 'train',
+    attention,
     layers: c.layers,
     seq,
     tokensPerSecond: tps,
     stepSeconds: dt,
     mfu: (tps * flopsPerToken) / (peakTflops * 1e12),
   });
+  if (trainOnly) return;
 
   for (const b of [1, 64]) {
     const caches = Array.from({ length: b }, () => model.native.createCache(model.handle));

@@ -18,7 +18,7 @@ import { createModel, type Model } from '../src/model.js';
 import type { CacheHandle } from '../src/native.js';
 import { createAdamW } from '../src/optimizer.js';
 import { createRng, sampleToken } from '../src/sampling.js';
-import { logSoftmaxAt, tinyConfig } from './helpers.js';
+import { logSoftmaxAt, rel, tinyConfig } from './helpers.js';
 
 // The engine on a GPU device against the CPU engine: same seed, same batch, same numbers (fp32 to
 // about 1e-5 relative). Runs where cuda or rocm can run the engine (a GPU, or the HIP-CPU build of
@@ -31,17 +31,6 @@ const gpu = device ?? 'cuda';
 // AGENTRL_GPU_PRECISION=bf16 (scripts/gpu-check.sh): bf16 tensor-core products, compared at 3e-2.
 const precision = process.env.AGENTRL_GPU_PRECISION === 'bf16' ? 'bf16' : 'fp32';
 const forwardTol = precision === 'bf16' ? 3e-2 : 1e-5;
-
-/** max |a - b| / max |b|: one number per tensor, robust to entries near zero. */
-function rel(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let num = 0;
-  let den = 1e-12;
-  for (let i = 0; i < b.length; i++) {
-    num = Math.max(num, Math.abs((a[i] ?? 0) - (b[i] ?? 0)));
-    den = Math.max(den, Math.abs(b[i] ?? 0));
-  }
-  return num / den;
-}
 
 // Lengths that cross the attention kernels' 32-row blocks and 32-key tiles, in one packed batch.
 const seqs = [

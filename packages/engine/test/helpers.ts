@@ -8,3 +8,14 @@ export function logSoftmaxAt(logits: Float32Array, V: number, r: number, c: numb
   for (let j = 0; j < V; j++) sum += Math.exp((logits[r * V + j] ?? 0) - max);
   return (logits[r * V + c] ?? 0) - max - Math.log(sum);
 }
+
+/** max |a - b| / max |b|: one number per tensor, robust to entries near zero. */
+export function rel(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let num = 0;
+  let den = 1e-12;
+  for (let i = 0; i < b.length; i++) {
+    num = Math.max(num, Math.abs((a[i] ?? 0) - (b[i] ?? 0)));
+    den = Math.max(den, Math.abs(b[i] ?? 0));
+  }
+  return num / den;
+}

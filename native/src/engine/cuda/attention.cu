@@ -18,9 +18,11 @@
 // At head_dim 128 no kernel spills, on sm_90a (ptxas: at most 123 registers, dK/dV's) or gfx90a
 // (hipcc: no scratch); figures in BENCHMARKS.md, kept by packages/engine/test/attention-registers
 // .test.ts. Plain fp32 FMA, not yet run on a GPU: correct and tiled, speed unmeasured, no tensor
-// cores (native/README.md says what an mma / wgmma / MFMA version would change).
+// cores here: AGENTRL_GPU_ATTENTION=mma sends head_dim 64 / 128 on sm_80+ to the bf16 tensor-core
+// kernels of attention_mma.cu instead (the host wrappers below choose; never yet run on a GPU).
 #include <cmath>
 
+#include "engine/cuda/attention_mma.h"
 #include "engine/cuda/device_ops.h"
 #include "gpu/block_reduce.h"
 #include "gpu/gpu_compat.h"
@@ -406,6 +408,10 @@ void Launched(const char* what) { Check(gpuGetLastError(), what); }
 void AttentionForward(const float* q, const float* k, const float* v, float* out, float* lse, const int32_t* cu,
                       const int32_t* seq_of, int num_seqs, int total, const AttnShape& s) {
   if (total == 0) return;
+  if (MmaAttentionApplies(s, q, k, v, nullptr)) {
+    MmaAttentionForward(q, k, v, out, lse, cu, seq_of, total, s);
+    return;
+  }
   const dim3 grid((total + kFwdRows - 1) / kFwdRows, s.heads);
   AGENTRL_LAUNCH(ForwardKernel, grid, kFwdRows * kFwdLanes, 0, q, k, v, out, lse, Packed{cu, seq_of, total}, s);
   Launched("attention forward");
@@ -418,6 +424,11 @@ void AttentionBackward(const float* q, const float* k, const float* v, const flo
   const int64_t rows = static_cast<int64_t>(total) * s.heads;
   AGENTRL_LAUNCH(DeltaKernel, static_cast<unsigned>((rows + 255) / 256), 256, 0, out, dout, delta, total, s.heads,
                  s.head_dim);
+  if (MmaAttentionApplies(s, q, k, v, dout)) {
+    MmaAttentionBackward(q, k, v, dout, lse, delta, dq, dk, dv, cu, seq_of, total, s);
+    Launched("attention backward");
+    return;
+  }
   const Packed pk{cu, seq_of, total};
   const unsigned tiles = (total + kBwdRows - 1) / kBwdRows;
   constexpr int threads = kBwdRows * kBwdLanes;
