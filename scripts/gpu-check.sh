@@ -16,6 +16,8 @@
 # GEMMs take the fallback kernel and the summary says so.
 #   scripts/gpu-check.sh            # everything
 #   AGENTRL_CUDA_ARCH=90 scripts/gpu-check.sh   # another target (default 90a)
+#   GPU_CHECK_ONLY=tests | bench scripts/gpu-check.sh   # the build, then only the tests or only the benches
+#   (two device calls of under 10 minutes each; the second finds the build already there)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 log="${GPU_CHECK_LOG:-$root/gpu-check.log}"
@@ -62,6 +64,9 @@ done
 gpus="$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)"
 [ "$gpus" -ge 2 ] && export AGENTRL_DP_MULTI_GPU=1
 
+only="${GPU_CHECK_ONLY:-all}"
+case "$only" in all | tests | bench) ;; *) say "gpu-check: GPU_CHECK_ONLY must be all, tests or bench; got $only"; exit 2 ;; esac
+want() { [ "$only" = all ] || [ "$only" = "$1" ]; }
 status=0
 step() { # name, command...
   local name="$1"; shift
@@ -70,18 +75,20 @@ step() { # name, command...
 }
 export AGENTRL_CUDA=ON AGENTRL_HIP=OFF AGENTRL_CUDA_ARCH="${AGENTRL_CUDA_ARCH:-90a}" AGENTRL_GPU_TEST_DEVICE=cuda
 step "build (sm_${AGENTRL_CUDA_ARCH})" bash -c "cd '$root/native' && node scripts/build.mjs && npx tsc -p tsconfig.build.json"
-step "engine device tests" bash -c "cd '$root/packages/engine' && npx vitest run test/device.test.ts test/device-index.test.ts"
-step "kernels device tests" bash -c "cd '$root/packages/kernels' && npx vitest run test/fused-linear-device.test.ts test/backends.test.ts test/bf16.test.ts"
-step "trainer device tests" bash -c "cd '$root/apps/trainer' && npx vitest run src/train/native-policy.test.ts -t 'with --device'"
-step "agentrl train --device cuda (smoke preset)" bash -c "cd '$root/test' && timeout 420 npx vitest run src/device-cli.test.ts"
-step "NCCL all-reduce at world size 1" bash -c "cd '$root/packages/parallel' && timeout 120 node --conditions=@agentrl/source --import tsx test/fixtures/nccl-world1.ts"
-step "data-parallel gradients on the device through NCCL (world size 1; 2 ranks with 2+ GPUs)" bash -c "cd '$root/packages/parallel' && timeout 300 npx vitest run test/device-data-parallel.test.ts && cd '$root/test' && timeout 300 npx vitest run src/device-data-parallel.test.ts"
-step "bf16 variant of the engine forward tests" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_PRECISION=bf16 npx vitest run test/device.test.ts -t 'forward hidden'"
-step "agentrl GPU bench" bash -c "cd '$root/packages/engine' && timeout 240 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
+want tests && step "engine device tests" bash -c "cd '$root/packages/engine' && npx vitest run test/device.test.ts test/device-index.test.ts"
+want tests && step "kernels device tests" bash -c "cd '$root/packages/kernels' && npx vitest run test/fused-linear-device.test.ts test/backends.test.ts test/bf16.test.ts"
+want tests && step "trainer device tests" bash -c "cd '$root/apps/trainer' && npx vitest run src/train/native-policy.test.ts -t 'with --device'"
+want tests && step "agentrl train --device cuda (smoke preset)" bash -c "cd '$root/test' && timeout 420 npx vitest run src/device-cli.test.ts"
+want tests && step "NCCL all-reduce at world size 1" bash -c "cd '$root/packages/parallel' && timeout 120 node --conditions=@agentrl/source --import tsx test/fixtures/nccl-world1.ts"
+want tests && step "data-parallel gradients on the device through NCCL (world size 1; 2 ranks with 2+ GPUs)" bash -c "cd '$root/packages/parallel' && timeout 300 npx vitest run test/device-data-parallel.test.ts && cd '$root/test' && timeout 300 npx vitest run src/device-data-parallel.test.ts"
+want tests && step "bf16 variant of the engine forward tests" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_PRECISION=bf16 npx vitest run test/device.test.ts -t 'forward hidden'"
+want bench && step "agentrl GPU bench" bash -c "cd '$root/packages/engine' && timeout 240 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
 # The bf16 tensor-core attention (opt-in, AGENTRL_GPU_ATTENTION=mma): against SIMT, then its train figure.
-step "tensor-core attention against SIMT" bash -c "cd '$root/packages/engine' && timeout 120 npx vitest run test/attention-mma.test.ts"
-step "agentrl GPU bench, train with AGENTRL_GPU_ATTENTION=mma" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_ATTENTION=mma GPU_BENCH_ONLY=train timeout 150 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
-if python3 -c 'import torch, transformers' 2>/dev/null; then
+want tests && step "tensor-core attention against SIMT" bash -c "cd '$root/packages/engine' && timeout 120 npx vitest run test/attention-mma.test.ts"
+want bench && step "agentrl GPU bench, train with AGENTRL_GPU_ATTENTION=mma" bash -c "cd '$root/packages/engine' && AGENTRL_GPU_ATTENTION=mma GPU_BENCH_ONLY=train timeout 150 npx vitest run --config bench/vitest.config.ts bench/gpu.bench-run.ts"
+if ! want bench; then
+  :
+elif python3 -c 'import torch, transformers' 2>/dev/null; then
   step "PyTorch + transformers bench" timeout 180 python3 "$root/scripts/gpu-bench-torch.py"
 else
   say "  skip  PyTorch bench (python3 has no torch/transformers)"
