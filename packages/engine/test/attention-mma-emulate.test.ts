@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // The tensor-core attention's kernels (native/src/engine/cuda/attention_mma.cu), unchanged, run on
-// the host: g++ builds them against fixtures/mma_emulate.h (a block as 128 threads, barriers,
+// the host: g++ builds them against fixtures/mma_emulate.h (a block as 128 fibers, barriers,
 // shuffles, and mma.sync m16n8k16 assembled from the 32 lanes' bf16 fragments by the PTX ISA's
 // tables) and fixtures/mma_attention_emulate.cc compares forward (out, lse) and backward (dq, dk,
 // dv) with a float64 causal attention over a packed GQA batch whose lengths cross every tile, at
@@ -30,7 +30,7 @@ describe(`tensor-core attention kernels emulated on the host (${gxx ?? 'skipped:
       const cc = spawnSync(
         gxx as string,
         [
-          ...['-std=c++20', '-O2', '-fno-strict-aliasing', '-Wno-unknown-pragmas', '-pthread'],
+          ...['-std=c++20', '-O2', '-fno-strict-aliasing', '-Wno-unknown-pragmas'],
           ...['-DAGENTRL_MMA_EMULATE', '-I', fixtures, '-I', include],
           ...[join(fixtures, 'mma_attention_emulate.cc'), '-o', bin],
         ],
