@@ -124,7 +124,7 @@ export class DeviceGradientAllReduce {
     if (this.micro > 0) {
       throw new DistError(
         DistErrorCode.INVALID_ARGUMENT,
-        'another reducer of this model ran in the middle of this one\'s step: finish a step with runLast before starting another reducer',
+        "another reducer of this model ran in the middle of this one's step: finish a step with runLast before starting another reducer",
       );
     }
     this.model.setupDeviceReduce(this.nccl.nativeHandle, this.buckets, this.exact);
