@@ -32,16 +32,19 @@ command -v nvcc >/dev/null || { say "gpu-check: no nvcc (CUDA toolkit) on PATH o
 gpu="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
 say "gpu-check $(date -u +%FT%TZ) on: $gpu; node $(node --version); $(nvcc --version | tail -1)"
 
-# cuBLASLt at run time (dlopen'ed by agentrl_cuda.so): the toolkit's, else the one of python3's
-# nvidia-cublas wheel (nvidia/cublas/lib for CUDA 12 wheels, nvidia/cu13/lib for CUDA 13).
-wheel_lib="$(python3 - <<'PY' 2>/dev/null
+# The folder of python3's nvidia-* wheels that holds a library matching $1, if any.
+wheel_dir() {
+  python3 - "$1" <<'PY' 2>/dev/null
 import glob, os, sys
 for base in sys.path:
-    for p in glob.glob(os.path.join(base, "nvidia", "**", "libcublasLt.so*"), recursive=True):
+    for p in glob.glob(os.path.join(base, "nvidia", "**", sys.argv[1]), recursive=True):
         print(os.path.dirname(p)); raise SystemExit
 PY
-)"
-for d in /usr/local/cuda/lib64 "$wheel_lib"; do
+}
+
+# cuBLASLt at run time (dlopen'ed by agentrl_cuda.so): the toolkit's, else the one of python3's
+# nvidia-cublas wheel (nvidia/cublas/lib for CUDA 12 wheels, nvidia/cu13/lib for CUDA 13).
+for d in /usr/local/cuda/lib64 "$(wheel_dir 'libcublasLt.so*')"; do
   if [ -n "$d" ] && ls "$d"/libcublasLt.so* >/dev/null 2>&1; then
     export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
     say "cuBLASLt: $d"
@@ -49,16 +52,11 @@ for d in /usr/local/cuda/lib64 "$wheel_lib"; do
   fi
 done
 
-# NCCL and the CUDA runtime the NCCL binding dlopens: the system's, else python3's nvidia-nccl /
-# nvidia-cuda-runtime wheels (nvidia/nccl/lib, nvidia/cuda_runtime/lib or nvidia/cu13/lib).
+# NCCL and the CUDA runtime the NCCL binding dlopens: python3's nvidia-nccl / nvidia-cuda-runtime
+# wheels (nvidia/nccl/lib, nvidia/cuda_runtime/lib or nvidia/cu13/lib) where they exist, ahead of
+# the system's.
 for lib in libnccl.so.2 'libcudart.so.1[0-9]*'; do
-  d="$(python3 - "$lib" <<'PY' 2>/dev/null
-import glob, os, sys
-for base in sys.path:
-    for p in glob.glob(os.path.join(base, "nvidia", "**", sys.argv[1]), recursive=True):
-        print(os.path.dirname(p)); raise SystemExit
-PY
-)"
+  d="$(wheel_dir "$lib")"
   if [ -n "$d" ]; then export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"; say "$lib: $d"; fi
 done
 gpus="$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)"
