@@ -150,7 +150,6 @@ class DeviceModel {
   void ReduceAccumulate();
   void ReduceArm();
   int ReduceFinish();
-  ~DeviceModel();
 
   void BackwardHost(const float* d_hidden, const float* d_lm) {
     d_hidden_.Upload(d_hidden, static_cast<size_t>(total_) * c_.hidden);
@@ -227,6 +226,8 @@ class DeviceModel {
   IBuf ce_rows_, ce_targets_;
   DevArray<CachePtrs> cache_ptrs_;
   int last_batch_ = 0;
+  // Declared last, so destroyed first: its destructor waits for a reduce still reading the
+  // gradients before they are freed.
   std::unique_ptr<Reducer> reduce_;
 };
 
@@ -418,9 +419,6 @@ void DeviceModel::Backward(const float* d_hidden, const float* d_lm) {
   EmbedBackward(grads_.data() + embed_, tokens_.data(), dres_.data(), total_, h);
   StageDone(-1);
 }
-
-// A reduce still in flight reads the gradients: the reducer waits for it before they are freed.
-DeviceModel::~DeviceModel() { reduce_.reset(); }
 
 Reducer& DeviceModel::Red() {
   if (!reduce_) throw std::runtime_error("data-parallel reduce: call reduce setup first");
