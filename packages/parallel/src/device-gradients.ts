@@ -1,5 +1,5 @@
 import { DistError, DistErrorCode } from './errors.js';
-import { DEFAULT_BUCKET_BYTES, type GradientReduceOptions } from './gradients.js';
+import { bucketBytesOf, cutBuckets, type GradientReduceOptions } from './gradients.js';
 import type { NcclCommunicator } from './nccl.js';
 
 /** A bucket of the flat device gradient: [start, end) parameter offsets, complete after `stage`. */
@@ -50,19 +50,10 @@ export function planDeviceBuckets(
     stage: t.stage,
   }));
   extent.sort((a, b) => b.stage - a.stage || a.start - b.start);
-  const buckets: DeviceBucket[] = [];
-  let open: DeviceBucket | undefined;
-  for (const t of extent) {
-    if (t.end === t.start) continue;
-    const joins = open && open.end === t.start && t.end - open.start <= capElements;
-    if (!joins || !open) {
-      open = { start: t.start, end: t.start, stage: t.stage };
-      buckets.push(open);
-    }
-    open.end = t.end;
-    open.stage = t.stage;
-  }
-  return buckets;
+  return cutBuckets(
+    extent.filter((t) => t.end > t.start),
+    capElements,
+  );
 }
 
 // The reducer whose buckets the model's device object holds now (setupDeviceReduce replaces them).
@@ -98,13 +89,7 @@ export class DeviceGradientAllReduce {
     private readonly nccl: NcclCommunicator,
     options: GradientReduceOptions = {},
   ) {
-    const bucketBytes = options.bucketBytes ?? DEFAULT_BUCKET_BYTES;
-    if (!(Number.isFinite(bucketBytes) && bucketBytes >= 8)) {
-      throw new DistError(
-        DistErrorCode.INVALID_ARGUMENT,
-        `bucketBytes must be a number of bytes >= 8, got ${bucketBytes}`,
-      );
-    }
+    const bucketBytes = bucketBytesOf(options);
     this.exact = options.exact ?? true;
     this.overlap = options.overlap ?? true;
     this.buckets = planDeviceBuckets(

@@ -60,6 +60,41 @@ interface Bucket {
 }
 
 /**
+ * All-reduce buckets from ranges [start, end) given in the order the backward finishes them: a
+ * range joins the open bucket while it starts where the bucket ends and the bucket stays within
+ * `cap` elements (an empty bucket takes any range, so a larger one gets a bucket of its own). A
+ * bucket's stage is its last member's, the lowest: it is final once the backward reports that
+ * stage. Host (GradientAllReduce) and device (planDeviceBuckets) buckets are both cut here.
+ */
+export function cutBuckets(ranges: Iterable<Bucket>, cap: number): Bucket[] {
+  const buckets: Bucket[] = [];
+  let open: Bucket | undefined;
+  for (const r of ranges) {
+    const joins =
+      open !== undefined && open.end === r.start && (open.end === open.start || r.end - open.start <= cap);
+    if (!joins || !open) {
+      open = { start: r.start, end: r.start, stage: r.stage };
+      buckets.push(open);
+    }
+    open.end = r.end;
+    open.stage = r.stage;
+  }
+  return buckets;
+}
+
+/** `bucketBytes` of the reduce options (default DDP's 25 MiB), checked. */
+export function bucketBytesOf(options: GradientReduceOptions): number {
+  const bucketBytes = options.bucketBytes ?? DEFAULT_BUCKET_BYTES;
+  if (!(Number.isFinite(bucketBytes) && bucketBytes >= 8)) {
+    throw new DistError(
+      DistErrorCode.INVALID_ARGUMENT,
+      `bucketBytes must be a number of bytes >= 8 (one float64), got ${bucketBytes}`,
+    );
+  }
+  return bucketBytes;
+}
+
+/**
  * Data-parallel gradients with a fixed reduction order. After each micro-batch's backward,
  * `accumulate()` adds the model's float32 gradients into a float64 accumulator and zeroes them;
  * `reduce()` sums the accumulators over ranks (MPI allreduce in float64) and writes the total back
@@ -98,35 +133,26 @@ export class GradientAllReduce {
         'the model has no gradients (open it with training: true before data-parallel training)',
       );
     }
-    const bucketBytes = options.bucketBytes ?? DEFAULT_BUCKET_BYTES;
-    if (!(Number.isFinite(bucketBytes) && bucketBytes >= 8)) {
-      throw new DistError(
-        DistErrorCode.INVALID_ARGUMENT,
-        `bucketBytes must be a number of bytes >= 8 (one float64), got ${bucketBytes}`,
-      );
-    }
+    const bucketBytes = bucketBytesOf(options);
     // the accumulator is laid out in completion order: head first, then layers last to first
     const stageOf = (name: string) => model.gradientStage?.(name) ?? -1;
     const order = params.map((p, i) => ({ i, stage: stageOf(p.name) }));
     order.sort((a, b) => b.stage - a.stage || a.i - b.i);
     const slots: Slot[] = [];
-    const buckets: Bucket[] = [];
-    const cap = Math.floor(bucketBytes / 8);
     let at = 0;
-    let open: Bucket | undefined;
     for (const { i, stage } of order) {
-      const n = (params[i] as { grad: Float32Array }).grad.length;
       slots.push({ param: i, at, stage });
-      if (!open || (open.end > open.start && open.end - open.start + n > cap)) {
-        open = { start: at, end: at, stage };
-        buckets.push(open);
-      }
-      at += n;
-      open.end = at;
-      open.stage = stage;
+      at += (params[i] as { grad: Float32Array }).grad.length;
     }
     this.slots = slots;
-    this.buckets = buckets;
+    this.buckets = cutBuckets(
+      slots.map((sl) => ({
+        start: sl.at,
+        end: sl.at + (params[sl.param] as { grad: Float32Array }).grad.length,
+        stage: sl.stage,
+      })),
+      Math.floor(bucketBytes / 8),
+    );
     this.acc = new Float64Array(this.numParameters);
     this.overlap =
       (options.overlap ?? true) &&
