@@ -9,10 +9,10 @@ export function logSoftmaxAt(logits: Float32Array, V: number, r: number, c: numb
   return (logits[r * V + c] ?? 0) - max - Math.log(sum);
 }
 
-/** max |a - b| / max |b|: one number per tensor, robust to entries near zero. */
-export function rel(a: ArrayLike<number>, b: ArrayLike<number>): number {
+/** max |a - b| / max(|b|, floor): one number per tensor, robust to entries near zero. */
+export function rel(a: ArrayLike<number>, b: ArrayLike<number>, floor = 1e-12): number {
   let num = 0;
-  let den = 1e-12;
+  let den = floor;
   for (let i = 0; i < b.length; i++) {
     num = Math.max(num, Math.abs((a[i] ?? 0) - (b[i] ?? 0)));
     den = Math.max(den, Math.abs(b[i] ?? 0));

@@ -4,6 +4,7 @@ import { packSequences } from '../src/batch.js';
 import type { ModelConfigInput } from '../src/config.js';
 import { createModel, type Model } from '../src/model.js';
 import { createRng } from '../src/sampling.js';
+import { rel } from './helpers.js';
 import { referenceCrossEntropy, referenceForward, tf } from './tfjs-reference.js';
 
 await tf.setBackend('cpu');
@@ -65,15 +66,8 @@ function variables(model: Model): { P: Record<string, TF.Variable>; key: (name: 
   return { P, key: (name) => prefix + name };
 }
 
-function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let diff = 0;
-  let scale = 1e-6;
-  for (let i = 0; i < a.length; i++) {
-    diff = Math.max(diff, Math.abs((a[i] ?? 0) - (b[i] ?? 0)));
-    scale = Math.max(scale, Math.abs(b[i] ?? 0));
-  }
-  return diff / scale;
-}
+// against the tfjs oracle's tensors, relative to at least 1e-6
+const relErr = (a: ArrayLike<number>, b: ArrayLike<number>) => rel(a, b, 1e-6);
 
 const sequences = [
   [1, 5, 9, 2, 33, 7],
