@@ -47,6 +47,9 @@ PY
 for d in /usr/local/cuda/lib64 "$(wheel_dir 'libcublasLt.so*')"; do
   if [ -n "$d" ] && ls "$d"/libcublasLt.so* >/dev/null 2>&1; then
     export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+    # and the engine device tests then check that cuBLASLt ran every one of their products (a
+    # product it refuses falls back to the slow kernel without an error)
+    export AGENTRL_GPU_TEST_GEMM=cublasLt
     say "cuBLASLt: $d"
     break
   fi

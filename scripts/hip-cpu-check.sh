@@ -6,10 +6,15 @@
 #
 # Not part of CI. Needs a checkout of https://github.com/ROCm/HIP-CPU (its include/, src/ and
 # external/ folders) named by HIP_CPU_ROOT, and TBB (apt-get install -y libtbb-dev). Nothing of
-# HIP-CPU is kept in this repository. What HIP-CPU cannot check: the cuBLASLt / hipBLASLt calls (the
-# libraries are absent; GEMMs take the fallback kernel), real warp/wavefront timing, and speed.
+# HIP-CPU is kept in this repository. The matrix products go through the engine's hipBLASLt path
+# into a host stand-in of the library (packages/engine/test/fixtures/host_hipblaslt.c, written from
+# hipBLASLt's documented API; it aborts on shapes that do not chain), and the device tests check that
+# every product took that path; HIP_CPU_GEMM=fallback runs them on the engine's own kernel instead.
+# What HIP-CPU cannot check: the real libraries, real warp/wavefront timing, and speed.
 #
 #   HIP_CPU_ROOT=/path/to/HIP-CPU scripts/hip-cpu-check.sh [vitest file filters...]
+#   HIP_CPU_OUT=dir ... builds there (default native/build/hip-cpu; another one leaves a run that
+#   has the default's object loaded alone)
 #   HIP_CPU_TRAINER=1 ... also runs the trainer's device steps and `agentrl train --device rocm`
 #   (the smoke preset, fp32 and --precision bf16: several minutes each through HIP-CPU)
 #   HIP_CPU_DP=1 ... also runs GPU-rank data parallelism (packages/parallel/test/device-data-parallel.test.ts):
@@ -20,7 +25,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 : "${HIP_CPU_ROOT:?set HIP_CPU_ROOT to a checkout of github.com/ROCm/HIP-CPU}"
 [ -f "$HIP_CPU_ROOT/include/hip/hip_runtime.h" ] || { echo "no include/hip/hip_runtime.h under $HIP_CPU_ROOT" >&2; exit 2; }
-out="$root/native/build/hip-cpu"
+out="${HIP_CPU_OUT:-$root/native/build/hip-cpu}"
 mkdir -p "$out"
 jobs="${JOBS:-2}"
 mapfile -t sources < <(cd "$root/native" && find src -path '*/cuda/*.cu' | sort)
@@ -32,7 +37,17 @@ printf '%s\n' "${sources[@]}" | xargs -P "$jobs" -I{} sh -c '
   fi' "$out" "$root/native" "$HIP_CPU_ROOT"
 g++ -shared "$out"/*.o -ltbb -lpthread -o "$out/agentrl_hip.so"
 echo "hip-cpu: built $out/agentrl_hip.so"
-export AGENTRL_HIP_LIBRARY="$out/agentrl_hip.so" AGENTRL_GPU_TEST_DEVICE=rocm AGENTRL_GPU_GEMM=fallback
+export AGENTRL_HIP_LIBRARY="$out/agentrl_hip.so" AGENTRL_GPU_TEST_DEVICE=rocm
+case "${HIP_CPU_GEMM:-lt}" in
+  lt)
+    mkdir -p "$out/lt"
+    gcc -std=c11 -shared -fPIC -O2 "$root/packages/engine/test/fixtures/host_hipblaslt.c" -o "$out/lt/libhipblaslt.so.1"
+    export LD_LIBRARY_PATH="$out/lt:${LD_LIBRARY_PATH:-}" AGENTRL_GPU_TEST_GEMM=hipblasLt
+    echo "hip-cpu: matrix products through the host hipBLASLt stand-in ($out/lt/libhipblaslt.so.1)"
+    ;;
+  fallback) export AGENTRL_GPU_GEMM=fallback ;;
+  *) echo "HIP_CPU_GEMM must be lt or fallback" >&2; exit 2 ;;
+esac
 if [ "${HIP_CPU_SKIP_DEVICE:-0}" != 1 ]; then  # HIP_CPU_SKIP_DEVICE=1: only the optional parts below
   cd "$root/packages/engine" && nice npx vitest run test/device.test.ts test/device-index.test.ts "$@"
   cd "$root/packages/kernels" && nice npx vitest run test/fused-linear-device.test.ts "$@"

@@ -7,6 +7,7 @@ import { packSequences } from '../src/batch.js';
 import { loadModel, saveModel } from '../src/checkpoint.js';
 import {
   type Device,
+  deviceGemmPath,
   devicePolicyLoss,
   deviceTransfers,
   deviceUnavailableReason,
@@ -501,6 +502,22 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
       dev.parameters().forEach((p, i) => {
         expect(rel(p.grad, pc[i]?.grad ?? []), p.name).toBeLessThan(2e-4);
       });
+    },
+  );
+
+  // AGENTRL_GPU_TEST_GEMM names the path every product of the tests above must have taken:
+  // "cublasLt" (gpu-check.sh, where it finds cuBLASLt), "hipblasLt" (hip-cpu-check.sh, through its host
+  // stand-in). A product the library refuses runs on the fallback kernel without an error; the path
+  // then reads "cublasLt (N of M products fell back to the kernel; first: ...)" and this fails.
+  const wantGemm = process.env.AGENTRL_GPU_TEST_GEMM;
+  it.skipIf(!device || !wantGemm)(
+    `every matrix product above ran on ${wantGemm ?? 'the library (AGENTRL_GPU_TEST_GEMM unset)'}`,
+    () => {
+      // products of its own too (forward and backward), so that it cannot pass on none
+      const [, dev] = pair(configs.qwen3);
+      const batch = packSequences(seqs);
+      dev.sftLoss(batch, new Uint8Array(batch.tokenIds.length).fill(1));
+      expect(deviceGemmPath(dev)).toBe(wantGemm);
     },
   );
 });

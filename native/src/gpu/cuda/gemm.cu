@@ -11,6 +11,8 @@
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the call swaps A and B.
 #include <dlfcn.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -64,14 +66,18 @@ struct Lt {
   PrefSetFn pref_set;
   HeuristicFn heuristic;
   MatmulFn matmul;
+  // Products the library ran, and those it refused (the kernel ran them instead): a refusal is not
+  // an error, but on a GPU it is a slow path, so GemmPath() names the first one.
+  std::atomic<long> ran{0}, refused{0};
+  std::once_flag first_refusal;
+  std::string refusal;
 };
 
-Lt LoadLt() {
-  Lt lt;
+void LoadLt(Lt& lt) {
   const char* force = std::getenv("AGENTRL_GPU_GEMM");
   if (force && std::strcmp(force, "fallback") == 0) {
     lt.why = "AGENTRL_GPU_GEMM=fallback";
-    return lt;
+    return;
   }
   void* lib = nullptr;
   for (const char* name : kLibs) {
@@ -80,7 +86,7 @@ Lt LoadLt() {
   }
   if (!lib) {
     lt.why = std::string(kLibs[0]) + " not found";
-    return lt;
+    return;
   }
   auto sym = [&](const char* suffix) { return dlsym(lib, (std::string(kPrefix) + suffix).c_str()); };
   auto create = reinterpret_cast<CreateFn>(sym("Create"));
@@ -97,57 +103,88 @@ Lt LoadLt() {
   if (!create || !lt.desc_create || !lt.desc_set || !lt.desc_destroy || !lt.layout_create || !lt.layout_destroy ||
       !lt.pref_create || !lt.pref_set || !lt.pref_destroy || !lt.heuristic || !lt.matmul) {
     lt.why = std::string(kPrefix) + ": a symbol is missing";
-    return lt;
+    return;
   }
   if (create(&lt.handle) != 0) {
     lt.why = std::string(kPrefix) + "Create failed";
-    return lt;
+    return;
   }
   if (gpuMalloc(&lt.workspace, kWorkspaceBytes) != gpuSuccess) {
     lt.why = "cannot allocate the GEMM workspace";
-    return lt;
+    return;
   }
   lt.ok = true;
-  return lt;
 }
 
 Lt& Library() {
   static Lt lt;
   static std::once_flag once;
-  std::call_once(once, [] { lt = LoadLt(); });
+  std::call_once(once, [] { LoadLt(lt); });
   return lt;
+}
+
+// Returns 0 when the library ran the product, else the failing call's status; `stage` names that call.
+Status LtRun(Lt& lt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
+             const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int compute, void* objs[5],
+             const char** stage) {
+  void*& desc = objs[0];
+  void*& la = objs[1];
+  void*& lb = objs[2];
+  void*& lc = objs[3];
+  void*& pref = objs[4];
+  *stage = "MatmulDescCreate";
+  Status status = lt.desc_create(&desc, compute, kR32F);
+  if (status != 0) return status;
+  *stage = "MatmulDescSetAttribute";
+  const int opa = ta ? kOpT : kOpN, opb = tb ? kOpT : kOpN;
+  if ((status = lt.desc_set(desc, kAttrTransA, &opa, sizeof(opa))) != 0) return status;
+  if ((status = lt.desc_set(desc, kAttrTransB, &opb, sizeof(opb))) != 0) return status;
+  *stage = "MatrixLayoutCreate";
+  if ((status = lt.layout_create(&la, kR32F, ta ? k : m, ta ? m : k, lda)) != 0) return status;
+  if ((status = lt.layout_create(&lb, kR32F, tb ? n : k, tb ? k : n, ldb)) != 0) return status;
+  if ((status = lt.layout_create(&lc, kR32F, m, n, ldc)) != 0) return status;
+  *stage = "MatmulPreference";
+  if ((status = lt.pref_create(&pref)) != 0) return status;
+  const uint64_t ws = kWorkspaceBytes;
+  if ((status = lt.pref_set(pref, kPrefMaxWorkspace, &ws, sizeof(ws))) != 0) return status;
+  *stage = "MatmulAlgoGetHeuristic";
+  alignas(16) unsigned char result[1024] = {0};  // room for either library's heuristic struct
+  int returned = 0;
+  if ((status = lt.heuristic(lt.handle, desc, la, lb, lc, lc, pref, 1, result, &returned)) != 0) return status;
+  if (returned < 1) return -1;  // no algorithm for this problem
+#if defined(AGENTRL_HIP_CPU)
+  // The check build's host stand-in computes at the call, not in stream order: drain first.
+  (void)gpuDeviceSynchronize();
+#endif
+  *stage = "Matmul";
+  return lt.matmul(lt.handle, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, result, lt.workspace, kWorkspaceBytes,
+                   0);
 }
 
 // Column-major problem after the swap: D[m x n] = alpha op(A)[m x k] op(B)[k x n] + beta D.
 bool LtMatmul(Lt& lt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
               const float* B, int64_t ldb, float beta, float* C, int64_t ldc, GemmPrecision precision) {
   const int compute = precision == GemmPrecision::kBf16 ? kCompute32FFast16BF : kCompute32F;
-  void *desc = nullptr, *la = nullptr, *lb = nullptr, *lc = nullptr, *pref = nullptr;
-  bool done = false;
-  if (lt.desc_create(&desc, compute, kR32F) == 0) {
-    const int opa = ta ? kOpT : kOpN, opb = tb ? kOpT : kOpN;
-    lt.desc_set(desc, kAttrTransA, &opa, sizeof(opa));
-    lt.desc_set(desc, kAttrTransB, &opb, sizeof(opb));
-    lt.layout_create(&la, kR32F, ta ? k : m, ta ? m : k, lda);
-    lt.layout_create(&lb, kR32F, tb ? n : k, tb ? k : n, ldb);
-    lt.layout_create(&lc, kR32F, m, n, ldc);
-    lt.pref_create(&pref);
-    const uint64_t ws = kWorkspaceBytes;
-    lt.pref_set(pref, kPrefMaxWorkspace, &ws, sizeof(ws));
-    alignas(16) unsigned char result[1024] = {0};  // room for either library's heuristic struct
-    int returned = 0;
-    if (la && lb && lc && pref && lt.heuristic(lt.handle, desc, la, lb, lc, lc, pref, 1, result, &returned) == 0 &&
-        returned > 0) {
-      done = lt.matmul(lt.handle, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, result, lt.workspace,
-                       kWorkspaceBytes, 0) == 0;
-    }
+  void* objs[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};  // desc, layouts A B C, preference
+  const char* stage = "";
+  const Status status = LtRun(lt, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, compute, objs, &stage);
+  if (objs[4]) lt.pref_destroy(objs[4]);
+  for (int i = 3; i >= 1; --i)
+    if (objs[i]) lt.layout_destroy(objs[i]);
+  if (objs[0]) lt.desc_destroy(objs[0]);
+  if (status == 0) {
+    ++lt.ran;
+    return true;
   }
-  if (pref) lt.pref_destroy(pref);
-  if (lc) lt.layout_destroy(lc);
-  if (lb) lt.layout_destroy(lb);
-  if (la) lt.layout_destroy(la);
-  if (desc) lt.desc_destroy(desc);
-  return done;
+  ++lt.refused;
+  std::call_once(lt.first_refusal, [&] {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "first: %s%s status %d, column-major m %lld n %lld k %lld%s%s%s", kPrefix, stage,
+                  status, static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                  ta ? " opA=T" : "", tb ? " opB=T" : "", precision == GemmPrecision::kBf16 ? " bf16" : " fp32");
+    lt.refusal = buf;
+  });
+  return false;
 }
 
 constexpr int kTile = 16;
@@ -210,7 +247,11 @@ void Gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 
 std::string GemmPath() {
   Lt& lt = Library();
-  return lt.ok ? std::string(kPrefix) : "fallback kernel (" + lt.why + ")";
+  if (!lt.ok) return "fallback kernel (" + lt.why + ")";
+  const long refused = lt.refused.load();
+  if (refused == 0) return kPrefix;
+  return std::string(kPrefix) + " (" + std::to_string(refused) + " of " + std::to_string(refused + lt.ran.load()) +
+         " products fell back to the kernel; " + lt.refusal + ")";
 }
 
 }  // namespace agentrl::gpu
