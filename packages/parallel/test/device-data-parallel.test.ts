@@ -1,7 +1,13 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAdamW, createModel, type Device, firstRunnableDevice } from '@agentrl/engine';
+import {
+  createAdamW,
+  createModel,
+  type Device,
+  devicePolicyLoss,
+  firstRunnableDevice,
+} from '@agentrl/engine';
 import { tinyModelConfig } from '@agentrl/engine/testing';
 import { describe, expect, it } from 'vitest';
 import {
@@ -170,6 +176,68 @@ describe.skipIf(why !== undefined)(`data-parallel gradients on the device (${whe
       expect(worst).toBeLessThanOrEqual(1e-6 * scale);
       expect(scale).toBeGreaterThan(0);
     }
+  });
+
+  it('an RL step: the policy loss backward starts every bucket, and the exact reduce is the float64 sum', () => {
+    const cfg = tinyModelConfig({ vocab_size: 61 });
+    const comm = new LocalCommunicator();
+    const micro = batch(1, 2);
+    // The GRPO-RoC loss of each micro-batch: advantages of both signs, so clipped and unclipped
+    // tokens, and ratios away from 1 (old log-probs are not the model's).
+    const rl = micro.map((mb, i) => {
+      const T = mb.packed.tokenIds.length;
+      return {
+        config: {
+          temperature: 1,
+          clipLow: 0.2,
+          clipHigh: 0.28,
+          dualClip: 3,
+          maxLogRatio: 20,
+          aggregation: 0,
+        },
+        targets: Int32Array.from(mb.packed.tokenIds, (t, k) => (t * 5 + k + i) % 61),
+        oldLogprobs: Float32Array.from({ length: T }, (_, k) => -4.1 + 0.4 * Math.sin(k + i)),
+        advantages: Float32Array.from({ length: T }, (_, k) => ((k + i) % 3) - 1),
+        lossMask: mb.mask,
+        cuSeqlens: mb.packed.cuSeqlens,
+        logp: new Float32Array(T),
+      };
+    });
+    const step = (m: ReturnType<typeof createModel>, i: number) => {
+      m.forwardHidden(micro[i]!.packed);
+      return devicePolicyLoss(m, rl[i]!);
+    };
+    // a: the device reduce, its buckets started from the policy loss's backward
+    const a = createModel(cfg, { seed: 9, device });
+    const nc = createNcclCommunicator(comm, { device: a.deviceIndex });
+    const reducer = new DeviceGradientAllReduce(a, nc, { bucketBytes: 2048 });
+    const lossA = [step(a, 0).loss];
+    reducer.accumulate();
+    reducer.runLast(() => lossA.push(step(a, 1).loss));
+    expect(reducer.buckets.length).toBeGreaterThan(4);
+    expect(reducer.lastStarted).toBe(reducer.buckets.length);
+    nc.destroy();
+    // b: each micro-batch's gradients read to the host, summed in float64, rounded once
+    const b = createModel(cfg, { seed: 9, device });
+    const sums = b.parameters().map((p) => new Float64Array(p.grad.length));
+    const lossB: number[] = [];
+    for (let i = 0; i < micro.length; i++) {
+      b.zeroGrad();
+      lossB.push(step(b, i).loss);
+      b.parameters().forEach((p, j) => {
+        for (let k = 0; k < p.grad.length; k++) sums[j]![k]! += p.grad[k]!;
+      });
+    }
+    expect(lossA).toEqual(lossB);
+    expect(lossA.every((l) => l !== 0 && Number.isFinite(l))).toBe(true);
+    a.parameters().forEach((p, j) => {
+      expect(p.grad, p.name).toEqual(Float32Array.from(sums[j]!));
+      // the policy gradient reached every tensor
+      expect(
+        p.grad.some((g) => g !== 0),
+        p.name,
+      ).toBe(true);
+    });
   });
 
   it.skipIf(mpirunMissing() !== undefined || !twoRanks)(
