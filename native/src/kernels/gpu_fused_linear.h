@@ -22,6 +22,10 @@ struct AgentrlFusedLinearArgs {
   float* entropy;  // [T] out or null
   agentrl::kernels::Metrics metrics;  // out
   int64_t workspace_bytes;            // out: device bytes beyond inputs and outputs
+  int32_t precision;                  // 0: fp32 products, 1: bf16 tensor-core products (fp32 accumulation)
+  int32_t repeat;                     // runs on the uploaded buffers (a bench: > 1); the outputs are the last run's
+  int32_t passes;                     // out: 1 (one pass over the logits) or 2 (recomputed in the backward)
+  double device_seconds;              // out: median of the runs' times, device buffers only (no copies)
 };
 
 typedef int (*agentrl_fused_linear_fn)(AgentrlFusedLinearArgs* args, char* err, int err_len);
@@ -48,13 +52,14 @@ class FusedLinearScratch {
 /**
  * hidden, weight, dhidden, dweight: device pointers; token inputs, logp and entropy: host arrays
  * (O(T), copied once each way). dweight is accumulated when `accumulate_dweight`, else written.
- * Logits exist only as one chunk of rows [chunk, V] at a time, recomputed in the backward. Every
- * device array of the call lives in `scratch`.
+ * Logits exist only as one chunk of rows [chunk, V] at a time (one pass, or recomputed in the
+ * backward: fused_linear.cu's header; `passes` gets which, when not null). Every device array of
+ * the call lives in `scratch`.
  */
 Metrics FusedLinearDevice(const LossConfig& c, const TokenInputs& in, const float* hidden, const float* weight,
                           int64_t H, int64_t V, float* dhidden, float* dweight, bool accumulate_dweight, float* logp,
                           float* entropy, int64_t* workspace_bytes, int precision,
-                          FusedLinearScratch* scratch);
+                          FusedLinearScratch* scratch, int* passes = nullptr);
 
 }  // namespace agentrl::kernels::gpu
 #endif

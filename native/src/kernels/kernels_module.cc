@@ -239,10 +239,16 @@ Napi::Value PolicyLossAsync(const Napi::CallbackInfo& info) {
   });
 }
 
+/** What the device entry reports beside the loss: its schedule and its time on device buffers. */
+struct GpuRun {
+  int32_t precision = 0, repeat = 1, passes = 0;
+  double device_seconds = 0;
+};
+
 /** The device fused-linear loss (kernels/cuda/fused_linear.cu) on host arrays: copies in and out. */
 Metrics FusedLinearGpu(const std::string& backend, const LossConfig& c, const TokenInputs& in, const float* hidden,
                        const float* weight, int64_t H, int64_t V, float* dh, float* dw, float* logp, int64_t* ws,
-                       bool accumulate) {
+                       bool accumulate, GpuRun* run) {
   if (backend != "cuda" && backend != "hip") throw InvalidArgument("backend must be cpu, cuda or hip");
   void* sym;
   try {
@@ -250,12 +256,15 @@ Metrics FusedLinearGpu(const std::string& backend, const LossConfig& c, const To
   } catch (const std::exception& e) {
     throw BackendUnavailable(e.what());
   }
-  AgentrlFusedLinearArgs args{c, in, hidden, weight, H, V, dh, dw, accumulate ? 1 : 0, logp, nullptr, {}, 0};
+  AgentrlFusedLinearArgs args{c,       in, hidden, weight, H, V, dh, dw, accumulate ? 1 : 0, logp, nullptr, {}, 0,
+                              run->precision, run->repeat};
   char err[512] = {0};
   const int rc = reinterpret_cast<agentrl_fused_linear_fn>(sym)(&args, err, sizeof(err));
   if (rc == 2) throw InvalidArgument(err + 8);  // strip "invalid:"
   if (rc != 0) throw std::runtime_error(err);
   *ws = args.workspace_bytes;
+  run->passes = args.passes;
+  run->device_seconds = args.device_seconds;
   return args.metrics;
 }
 
@@ -273,12 +282,28 @@ Napi::Value FusedLinear(const Napi::CallbackInfo& info) {
     float* logp = Typed<float>(o, "logp", T).Data();
     int64_t ws = 0;
     const std::string backend = o.Has("backend") ? o.Get("backend").ToString().Utf8Value() : "cpu";
+    // GPU backends only: precision 'fp32' (default) | 'bf16', and repeat >= 1 runs on the uploaded
+    // buffers (the GPU bench's device-only time, median of the runs).
+    GpuRun run;
+    if (o.Has("precision")) {
+      const std::string p = o.Get("precision").ToString().Utf8Value();
+      if (p != "fp32" && p != "bf16") throw InvalidArgument("precision must be fp32 or bf16, got " + p);
+      run.precision = p == "bf16" ? 1 : 0;
+    }
+    if (o.Has("repeat")) {
+      run.repeat = static_cast<int32_t>(Int(o, "repeat"));
+      if (run.repeat < 1 || run.repeat > 1000) throw InvalidArgument("repeat must be 1 .. 1000");
+    }
     Metrics m = backend == "cpu"
                     ? FusedLinearCpu(c, in, hidden, weight, H, V, dh, dw, logp, &ws, o.Get("accumulate").ToBoolean())
                     : FusedLinearGpu(backend, c, in, hidden, weight, H, V, dh, dw, logp, &ws,
-                                     o.Get("accumulate").ToBoolean());
+                                     o.Get("accumulate").ToBoolean(), &run);
     Napi::Object r = MetricsToJs(env, m);
     r.Set("workspaceBytes", static_cast<double>(ws));
+    if (backend != "cpu") {
+      r.Set("passes", run.passes);
+      r.Set("deviceSeconds", run.device_seconds);
+    }
     return r;
   });
 }

@@ -505,6 +505,38 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
     },
   );
 
+  it.skipIf(!device)(
+    'devicePolicyLoss with a NaN in lm_head fails and leaves the accumulated gradients as they were',
+    () => {
+      const [, dev] = pair(configs.qwen2, 23); // untied: lm_head is its own tensor
+      const batch = packSequences(seqs);
+      const T = batch.tokenIds.length;
+      const args = {
+        config: GRPO_ROC_LOSS,
+        targets: Int32Array.from(batch.tokenIds, (t, i) => (t + i) % dev.shape.vocab),
+        oldLogprobs: new Float32Array(T).fill(-4),
+        advantages: Float32Array.from({ length: T }, (_, i) => (i % 2 ? 1 : -1)),
+        lossMask: new Uint8Array(T).fill(1),
+        cuSeqlens: batch.cuSeqlens,
+        logp: new Float32Array(T),
+      };
+      dev.zeroGrad();
+      dev.forwardHidden(batch);
+      devicePolicyLoss(dev, args); // a first micro-batch's gradients
+      const before = dev.parameters().map((p) => Float32Array.from(p.grad));
+      const norm = dev.gradNorm(); // computed on the device, from the device's gradients
+      const head = dev.parameters().find((p) => p.name === 'lm_head.weight')!;
+      head.data[3 * dev.shape.hidden + 1] = Number.NaN;
+      dev.markWeightsChanged();
+      dev.forwardHidden(batch);
+      expect(() => devicePolicyLoss(dev, args)).toThrow(/non-finite/);
+      expect(dev.gradNorm()).toBe(norm);
+      dev.parameters().forEach((p, i) => {
+        expect(p.grad, p.name).toEqual(before[i]);
+      });
+    },
+  );
+
   // AGENTRL_GPU_TEST_GEMM names the path every product of the tests above must have taken:
   // "cublasLt" (gpu-check.sh, where it finds cuBLASLt), "hipblasLt" (hip-cpu-check.sh, through its host
   // stand-in). A product the library refuses runs on the fallback kernel without an error; the path

@@ -99,7 +99,11 @@ export interface FusedLinearOptions extends PolicyLossConfigInput {
 export function fusedLinearPolicyLoss(
   inputs: FusedLinearInputs,
   options: FusedLinearOptions = {},
-): FusedLinearResult & { workspaceBytes?: number } {
+): FusedLinearResult & {
+  workspaceBytes?: number;
+  /** cuda / hip: 1 when the logits were made once (token-level ratios), 2 when recomputed (sequence). */
+  passes?: number;
+} {
   const { backend: b, dWeightOut, accumulate, ...configInput } = options;
   const backend = backendOf({ backend: b ?? 'cpu' }, ['cpu', 'reference', 'cuda', 'hip']);
   const cfg = parsePolicyLossConfig(configInput);

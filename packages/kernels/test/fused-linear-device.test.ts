@@ -75,6 +75,63 @@ describe(`fused-linear device kernel vs the CPU kernel (${why})`, () => {
     inp.hidden[2] = Number.NaN;
     expect(() => fusedLinearPolicyLoss(inp, { backend })).toThrow(/non-finite/);
   });
+
+  // Token-level ratios make each chunk's logits once (3 products of T x V x H, as many as
+  // materialised logits); sequence-level ratios need every token of a sequence first and recompute
+  // them (4). AGENTRL_FUSED_LINEAR=two-pass forces the second schedule: both give the same bits.
+  it.skipIf(!gpu).each(configs.map((c, j) => [j, c] as const))(
+    'cfg %i: one pass where the ratio is per token, the two-pass numbers bit for bit',
+    (_j, cfg) => {
+      // chunks of 16 rows (AGENTRL_FUSED_LINEAR_CHUNK_ROWS): the one-pass gradient is written in 5
+      const inp = makeFusedInputs({ seqLens: [40, 7, 20], V: 513, H: 33, seed: 41, drift: 0.3 });
+      const run = () => fusedLinearPolicyLoss(inp, { ...cfg, backend });
+      process.env.AGENTRL_FUSED_LINEAR_CHUNK_ROWS = '16';
+      let auto: ReturnType<typeof run>;
+      let two: ReturnType<typeof run>;
+      try {
+        auto = run();
+        process.env.AGENTRL_FUSED_LINEAR = 'two-pass';
+        two = run();
+      } finally {
+        delete process.env.AGENTRL_FUSED_LINEAR;
+        delete process.env.AGENTRL_FUSED_LINEAR_CHUNK_ROWS;
+      }
+      // and both as the CPU kernel (one chunk there)
+      const cpu = fusedLinearPolicyLoss(inp, { ...cfg, backend: 'cpu' });
+      expect(relMaxError(auto.dWeight, cpu.dWeight)).toBeLessThan(2e-4);
+      expect(relMaxError(auto.dHidden, cpu.dHidden)).toBeLessThan(2e-4);
+      expect(auto.passes).toBe(cfg.ratioLevel === 'sequence' ? 2 : 1);
+      expect(two.passes).toBe(2);
+      expect(auto.loss).toBe(two.loss);
+      expect(auto.metrics).toEqual(two.metrics);
+      expect(auto.logprobs).toEqual(two.logprobs);
+      expect(auto.dHidden).toEqual(two.dHidden);
+      expect(auto.dWeight).toEqual(two.dWeight);
+      expect(auto.dWeight.some((x) => x !== 0)).toBe(true);
+    },
+  );
+
+  it.skipIf(!gpu)('a NaN, or logits that would overflow, fail before any gradient is written', () => {
+    const base = makeFusedInputs({ seqLens: [6, 3], V: 70, H: 9, seed: 51 });
+    const acc = Float32Array.from({ length: 70 * 9 }, (_, i) => i * 0.25);
+    const before = Float32Array.from(acc);
+    const nanWeight = { ...base, weight: Float32Array.from(base.weight) };
+    nanWeight.weight[100] = Number.NaN;
+    expect(() => fusedLinearPolicyLoss(nanWeight, { backend, dWeightOut: acc, accumulate: true })).toThrow(
+      /non-finite/,
+    );
+    // finite inputs whose products pass FLT_MAX: the bound sends it to two passes, whose first pass
+    // finds the infinite logit before the backward
+    const huge = {
+      ...base,
+      hidden: base.hidden.map((x) => x * 1e30),
+      weight: base.weight.map((x) => x * 1e20),
+    };
+    expect(() => fusedLinearPolicyLoss(huge, { backend, dWeightOut: acc, accumulate: true })).toThrow(
+      /non-finite/,
+    );
+    expect(acc).toEqual(before);
+  });
 });
 
 describe('listBackends per operation', () => {

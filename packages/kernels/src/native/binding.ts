@@ -61,7 +61,17 @@ export interface KernelsAddon {
     config: NativeConfig;
     /** cpu (default), cuda or hip */
     backend?: string;
-  }): NativeMetrics & { workspaceBytes: number };
+    /** GPU backends: fp32 (default) or bf16 tensor-core products with fp32 accumulation. */
+    precision?: 'fp32' | 'bf16';
+    /** GPU backends: runs on the uploaded buffers, outputs from the last (the GPU bench; default 1). */
+    repeat?: number;
+  }): NativeMetrics & {
+    workspaceBytes: number;
+    /** GPU backends: 1 when the logits were made once, 2 when the backward recomputed them. */
+    passes?: number;
+    /** GPU backends: median seconds of one run on device buffers (no copies of hidden or weight). */
+    deviceSeconds?: number;
+  };
   copyFloats(args: { src: Float32Array; dst: Float32Array }): void;
   scaleFloats(args: { data: Float32Array; factor: number }): void;
 }

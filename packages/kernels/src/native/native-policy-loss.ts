@@ -81,7 +81,7 @@ export function nativeFusedLinear(
   cfg: PolicyLossConfig,
   T: number,
   out: { dWeightOut?: Float32Array; accumulate?: boolean; backend?: 'cpu' | 'cuda' | 'hip' } = {},
-): FusedLinearResult & { workspaceBytes: number } {
+): FusedLinearResult & { workspaceBytes: number; passes?: number } {
   const k = kernelsAddon();
   const dHidden = new Float32Array(T * inp.hiddenSize);
   const dWeight = out.dWeightOut ?? new Float32Array(inp.vocabSize * inp.hiddenSize);
@@ -105,5 +105,6 @@ export function nativeFusedLinear(
       backend: out.backend ?? 'cpu',
     }),
   );
-  return { ...split(m), dHidden, dWeight, logprobs: logp, workspaceBytes: m.workspaceBytes };
+  const passes = m.passes === undefined ? {} : { passes: m.passes };
+  return { ...split(m), dHidden, dWeight, logprobs: logp, workspaceBytes: m.workspaceBytes, ...passes };
 }
