@@ -75,8 +75,11 @@ old = torch.full((T,), -11.0, device="cuda")
 adv = torch.where(torch.arange(T, device="cuda") % 2 == 1, 1.0, -1.0)
 
 
-def loss_step():
-    logits = h @ w.t()  # materialised [T, V] fp32
+def loss_step(precision):
+    if precision == "bf16":  # bf16 tensor-core product, fp32 logits (as the engine's bf16 path)
+        logits = (h.to(torch.bfloat16) @ w.to(torch.bfloat16).t()).float()
+    else:
+        logits = h @ w.t()  # materialised [T, V] fp32
     logp = torch.log_softmax(logits, dim=-1).gather(1, tgt[:, None])[:, 0]
     r = torch.exp(logp - old)
     loss = torch.max(-adv * r, -adv * torch.clamp(r, 0.8, 1.28)).mean()
@@ -85,8 +88,9 @@ def loss_step():
     w.grad = None
 
 
-torch.cuda.reset_peak_memory_stats()
-base = torch.cuda.memory_allocated()
-dt = sync_time(loss_step, 2)
-report(figure="fused-linear-baseline", T=T, V=V, H=H, seconds=dt,
-       peakExtraBytes=torch.cuda.max_memory_allocated() - base)
+for precision in ("fp32", "bf16"):
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    dt = sync_time(lambda: loss_step(precision), 3)
+    report(figure="fused-linear-baseline", precision=precision, T=T, V=V, H=H, seconds=dt,
+           peakExtraBytes=torch.cuda.max_memory_allocated() - base)
