@@ -47,3 +47,17 @@ export function charModelConfig(overrides: Partial<ModelConfigInput> = {}): Mode
     ...overrides,
   };
 }
+
+/**
+ * The native policy-loss config of the reference run (rStar2-Agent's GRPO-RoC): clip-higher 0.2 /
+ * 0.28, dual clip 3, log-ratio clamp 20, token-mean (aggregation 0), temperature 1, token-level
+ * ratios: what `devicePolicyLoss` takes as `config` in tests.
+ */
+export const GRPO_ROC_NATIVE_LOSS: Readonly<Record<string, number>> = Object.freeze({
+  temperature: 1,
+  clipLow: 0.2,
+  clipHigh: 0.28,
+  dualClip: 3,
+  maxLogRatio: 20,
+  aggregation: 0,
+});

@@ -19,6 +19,7 @@ import { createModel, type Model } from '../src/model.js';
 import type { CacheHandle } from '../src/native.js';
 import { createAdamW } from '../src/optimizer.js';
 import { createRng, sampleToken } from '../src/sampling.js';
+import { GRPO_ROC_NATIVE_LOSS } from '../src/testing.js';
 import { logSoftmaxAt, rel, tinyConfig } from './helpers.js';
 
 // The engine on a GPU device against the CPU engine: same seed, same batch, same numbers (fp32 to
@@ -60,15 +61,6 @@ const attnConfigs = {
   }),
 };
 
-/** The reference loss options: clip-higher 0.2 / 0.28, dual clip 3, token-mean. */
-const GRPO_ROC_LOSS = {
-  temperature: 1,
-  clipLow: 0.2,
-  clipHigh: 0.28,
-  dualClip: 3,
-  maxLogRatio: 20,
-  aggregation: 0,
-};
 
 function pair(cfg: (typeof configs)[keyof typeof configs], seed = 3): [Model, Model] {
   return [createModel(cfg, { seed }), createModel(cfg, { seed, device: gpu, precision })];
@@ -351,7 +343,7 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
       const T = batch.tokenIds.length;
       const V = dev.shape.vocab;
       const args = {
-        config: GRPO_ROC_LOSS,
+        config: GRPO_ROC_NATIVE_LOSS,
         targets: Int32Array.from(batch.tokenIds, (t, i) => (t * 5 + i) % V),
         oldLogprobs: Float32Array.from({ length: T }, (_, i) => -4 + 0.2 * Math.cos(i)),
         advantages: Float32Array.from({ length: T }, (_, i) => (i % 4) - 1.5),
@@ -488,7 +480,7 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
       dev.forwardHidden(batch);
       const logp = new Float32Array(T);
       const m = devicePolicyLoss(dev, {
-        config: GRPO_ROC_LOSS,
+        config: GRPO_ROC_NATIVE_LOSS,
         targets,
         oldLogprobs,
         advantages,
@@ -512,7 +504,7 @@ describe(`engine on a GPU device vs the CPU engine (${where})`, () => {
       const batch = packSequences(seqs);
       const T = batch.tokenIds.length;
       const args = {
-        config: GRPO_ROC_LOSS,
+        config: GRPO_ROC_NATIVE_LOSS,
         targets: Int32Array.from(batch.tokenIds, (t, i) => (t + i) % dev.shape.vocab),
         oldLogprobs: new Float32Array(T).fill(-4),
         advantages: Float32Array.from({ length: T }, (_, i) => (i % 2 ? 1 : -1)),

@@ -8,7 +8,7 @@ import {
   devicePolicyLoss,
   firstRunnableDevice,
 } from '@agentrl/engine';
-import { tinyModelConfig } from '@agentrl/engine/testing';
+import { GRPO_ROC_NATIVE_LOSS, tinyModelConfig } from '@agentrl/engine/testing';
 import { describe, expect, it } from 'vitest';
 import {
   createNcclCommunicator,
@@ -187,14 +187,7 @@ describe.skipIf(why !== undefined)(`data-parallel gradients on the device (${whe
     const rl = micro.map((mb, i) => {
       const T = mb.packed.tokenIds.length;
       return {
-        config: {
-          temperature: 1,
-          clipLow: 0.2,
-          clipHigh: 0.28,
-          dualClip: 3,
-          maxLogRatio: 20,
-          aggregation: 0,
-        },
+        config: GRPO_ROC_NATIVE_LOSS,
         targets: Int32Array.from(mb.packed.tokenIds, (t, k) => (t * 5 + k + i) % 61),
         oldLogprobs: Float32Array.from({ length: T }, (_, k) => -4.1 + 0.4 * Math.sin(k + i)),
         advantages: Float32Array.from({ length: T }, (_, k) => ((k + i) % 3) - 1),
