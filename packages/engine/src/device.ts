@@ -300,9 +300,13 @@ function wrapGpu(
       gpu.syncToDevice(h);
       s.mirrorLive = false;
     }
-    const out = call();
-    if (mutates) s.hostStale = true;
-    return out;
+    try {
+      return call();
+    } finally {
+      // also when the call threw: it may have changed device state before failing, and the host
+      // views must not pass off their older copy as current
+      if (mutates) s.hostStale = true;
+    }
   };
   const cacheOwner = new WeakMap<object, ModelHandle>();
   return {
