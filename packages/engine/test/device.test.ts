@@ -61,7 +61,6 @@ const attnConfigs = {
   }),
 };
 
-
 function pair(cfg: (typeof configs)[keyof typeof configs], seed = 3): [Model, Model] {
   return [createModel(cfg, { seed }), createModel(cfg, { seed, device: gpu, precision })];
 }
