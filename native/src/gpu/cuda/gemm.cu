@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 
@@ -123,55 +124,58 @@ Lt& Library() {
   return lt;
 }
 
+// One product's descriptor, layouts and preference, destroyed with it whatever call failed.
+struct LtObjects {
+  Lt& lt;
+  void *desc = nullptr, *la = nullptr, *lb = nullptr, *lc = nullptr, *pref = nullptr;
+  ~LtObjects() {
+    if (pref) lt.pref_destroy(pref);
+    for (void* l : {lc, lb, la})
+      if (l) lt.layout_destroy(l);
+    if (desc) lt.desc_destroy(desc);
+  }
+};
+
 // Returns 0 when the library ran the product, else the failing call's status; `stage` names that call.
 Status LtRun(Lt& lt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
-             const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int compute, void* objs[5],
-             const char** stage) {
-  void*& desc = objs[0];
-  void*& la = objs[1];
-  void*& lb = objs[2];
-  void*& lc = objs[3];
-  void*& pref = objs[4];
+             const float* B, int64_t ldb, float beta, float* C, int64_t ldc, int compute, const char** stage) {
+  LtObjects o{lt};
   *stage = "MatmulDescCreate";
-  Status status = lt.desc_create(&desc, compute, kR32F);
+  Status status = lt.desc_create(&o.desc, compute, kR32F);
   if (status != 0) return status;
   *stage = "MatmulDescSetAttribute";
   const int opa = ta ? kOpT : kOpN, opb = tb ? kOpT : kOpN;
-  if ((status = lt.desc_set(desc, kAttrTransA, &opa, sizeof(opa))) != 0) return status;
-  if ((status = lt.desc_set(desc, kAttrTransB, &opb, sizeof(opb))) != 0) return status;
+  if ((status = lt.desc_set(o.desc, kAttrTransA, &opa, sizeof(opa))) != 0) return status;
+  if ((status = lt.desc_set(o.desc, kAttrTransB, &opb, sizeof(opb))) != 0) return status;
   *stage = "MatrixLayoutCreate";
-  if ((status = lt.layout_create(&la, kR32F, ta ? k : m, ta ? m : k, lda)) != 0) return status;
-  if ((status = lt.layout_create(&lb, kR32F, tb ? n : k, tb ? k : n, ldb)) != 0) return status;
-  if ((status = lt.layout_create(&lc, kR32F, m, n, ldc)) != 0) return status;
+  if ((status = lt.layout_create(&o.la, kR32F, ta ? k : m, ta ? m : k, lda)) != 0) return status;
+  if ((status = lt.layout_create(&o.lb, kR32F, tb ? n : k, tb ? k : n, ldb)) != 0) return status;
+  if ((status = lt.layout_create(&o.lc, kR32F, m, n, ldc)) != 0) return status;
   *stage = "MatmulPreference";
-  if ((status = lt.pref_create(&pref)) != 0) return status;
+  if ((status = lt.pref_create(&o.pref)) != 0) return status;
   const uint64_t ws = kWorkspaceBytes;
-  if ((status = lt.pref_set(pref, kPrefMaxWorkspace, &ws, sizeof(ws))) != 0) return status;
+  if ((status = lt.pref_set(o.pref, kPrefMaxWorkspace, &ws, sizeof(ws))) != 0) return status;
   *stage = "MatmulAlgoGetHeuristic";
   alignas(16) unsigned char result[1024] = {0};  // room for either library's heuristic struct
   int returned = 0;
-  if ((status = lt.heuristic(lt.handle, desc, la, lb, lc, lc, pref, 1, result, &returned)) != 0) return status;
+  if ((status = lt.heuristic(lt.handle, o.desc, o.la, o.lb, o.lc, o.lc, o.pref, 1, result, &returned)) != 0)
+    return status;
   if (returned < 1) return -1;  // no algorithm for this problem
 #if defined(AGENTRL_HIP_CPU)
   // The check build's host stand-in computes at the call, not in stream order: drain first.
   (void)gpuDeviceSynchronize();
 #endif
   *stage = "Matmul";
-  return lt.matmul(lt.handle, desc, &alpha, A, la, B, lb, &beta, C, lc, C, lc, result, lt.workspace, kWorkspaceBytes,
-                   0);
+  return lt.matmul(lt.handle, o.desc, &alpha, A, o.la, B, o.lb, &beta, C, o.lc, C, o.lc, result, lt.workspace,
+                   kWorkspaceBytes, 0);
 }
 
 // Column-major problem after the swap: D[m x n] = alpha op(A)[m x k] op(B)[k x n] + beta D.
 bool LtMatmul(Lt& lt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
               const float* B, int64_t ldb, float beta, float* C, int64_t ldc, GemmPrecision precision) {
   const int compute = precision == GemmPrecision::kBf16 ? kCompute32FFast16BF : kCompute32F;
-  void* objs[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};  // desc, layouts A B C, preference
   const char* stage = "";
-  const Status status = LtRun(lt, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, compute, objs, &stage);
-  if (objs[4]) lt.pref_destroy(objs[4]);
-  for (int i = 3; i >= 1; --i)
-    if (objs[i]) lt.layout_destroy(objs[i]);
-  if (objs[0]) lt.desc_destroy(objs[0]);
+  const Status status = LtRun(lt, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, compute, &stage);
   if (status == 0) {
     ++lt.ran;
     return true;
