@@ -69,13 +69,19 @@ __device__ inline DSurrogate Surrogate(double r, double a, const DeviceLossConfi
 }
 __device__ inline double Clamp(double x, double m) { return x < -m ? -m : (x > m ? m : x); }
 
-// d loss / d logp[t] / tau of a token-level ratio: token t's own numbers and weight w only.
-__device__ inline float TokenGradOverTau(const DeviceLossConfig& c, double w, float logp, float old_logp, float adv) {
+// A token-level ratio's surrogate and d loss / d logp[t] / tau: token t's own numbers and weight w
+// only (the one-pass chunks and TokenMathKernel both take it from here, so both get the same bits).
+struct DTokenTerms {
+  DSurrogate s;
+  float g_over_tau;
+};
+__device__ inline DTokenTerms TokenTerms(const DeviceLossConfig& c, double w, float logp, float old_logp, float adv) {
   const double M = c.max_log_ratio;
   const double raw = static_cast<double>(logp) - old_logp;
   const double r = exp(Clamp(raw, M));
-  const double g = (raw >= -M && raw <= M) ? w * Surrogate(r, adv, c).d_ratio * r : 0.0;
-  return static_cast<float>(g * c.inv_tau);
+  const DSurrogate s = Surrogate(r, adv, c);
+  const double g = (raw >= -M && raw <= M) ? w * s.d_ratio * r : 0.0;
+  return {s, static_cast<float>(g * c.inv_tau)};
 }
 
 // Each token's aggregation weight w[t] (0 where masked out), from the mask and the sequence bounds
@@ -122,7 +128,7 @@ __global__ void ChunkTokenGradKernel(DeviceLossConfig c, int64_t n, const uint8_
                                      const float* adv, const float* logp, const double* w, float* g_over_tau) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= n) return;
-  g_over_tau[t] = mask[t] == 1 ? TokenGradOverTau(c, w[t], logp[t], old_logp[t], adv[t]) : 0.f;
+  g_over_tau[t] = mask[t] == 1 ? TokenTerms(c, w[t], logp[t], old_logp[t], adv[t]).g_over_tau : 0.f;
 }
 
 // max |x| over x[0, n) into *max_bits (a non-negative float's bits order like the float), and
@@ -172,11 +178,10 @@ __global__ void TokenMathKernel(DeviceLossConfig c, int64_t T, int64_t S, const 
   if (!c.sequence_ratio) {
     for (int64_t t = tid; t < T; t += blockDim.x) {
       if (mask[t] != 1) continue;
-      const double r = exp(Clamp(static_cast<double>(logp[t]) - old_logp[t], M));
-      const DSurrogate s = Surrogate(r, adv[t], c);
-      count(s.clip);
-      loss += w[t] * s.loss;
-      g_over_tau[t] = TokenGradOverTau(c, w[t], logp[t], old_logp[t], adv[t]);
+      const DTokenTerms k = TokenTerms(c, w[t], logp[t], old_logp[t], adv[t]);
+      count(k.s.clip);
+      loss += w[t] * k.s.loss;
+      g_over_tau[t] = k.g_over_tau;
     }
   } else {
     for (int64_t q = tid; q < S; q += blockDim.x) {
