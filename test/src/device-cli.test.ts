@@ -63,7 +63,14 @@ const smoke = (name: string, device: string) => [
  * 7e-6 by step 30, 5e-4 by step 50, and later single steps differed by up to 28 % while every
  * 50-step mean stayed within 4.2 % (BENCHMARKS.md). So: the first steps tight, then windows.
  */
-function expectSftTracks(got: number[], ref: number[], firstTol: number, windowTol: number) {
+function expectSftTracks(
+  gotMetrics: Record<string, unknown>[],
+  refMetrics: Record<string, unknown>[],
+  firstTol: number,
+  windowTol: number,
+) {
+  const got = gotMetrics.map((m) => m.loss as number);
+  const ref = refMetrics.map((m) => m.loss as number);
   expect(got.length).toBe(ref.length);
   for (let i = 0; i < Math.min(10, ref.length); i++)
     expect(Math.abs(got[i]! - ref[i]!), `SFT step ${i + 1}`).toBeLessThan(firstTol * ref[i]!);
@@ -133,8 +140,7 @@ describe(`agentrl train --device (${where})`, () => {
       }
       const sft = (name: string) =>
         readJsonl(join(runs, name, 'metrics.jsonl')).filter((m) => m.phase === 'sft');
-      const loss = (ms: Record<string, unknown>[]) => ms.map((m) => m.loss as number);
-      expectSftTracks(loss(sft('gpubf16')), loss(sft('cpu')), 2e-2, 0.15);
+      expectSftTracks(sft('gpubf16'), sft('cpu'), 2e-2, 0.15);
     },
     480_000, // up to two smoke runs: seconds on a GPU, minutes through HIP-CPU
   );
@@ -158,8 +164,7 @@ describe(`agentrl train --device (${where})`, () => {
       const sft = metrics('gpu').filter((m) => m.phase === 'sft');
       const sftCpu = metrics('cpu').filter((m) => m.phase === 'sft');
       expect(sft.length).toBeGreaterThan(50);
-      const loss = (ms: Record<string, unknown>[]) => ms.map((m) => m.loss as number);
-      expectSftTracks(loss(sft), loss(sftCpu), 1e-4, 0.1);
+      expectSftTracks(sft, sftCpu, 1e-4, 0.1);
       // RL on the device: rollouts from the device model, then the step (the smoke preset's tiny
       // model rarely earns a reward, so its RL steps may have no advantage to learn from; the
       // numbers of a device RL step are checked in apps/trainer's native-policy.test.ts).

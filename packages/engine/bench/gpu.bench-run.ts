@@ -11,6 +11,7 @@ import type { ModelConfigInput } from '../src/config.js';
 import { type Device, deviceGemmPath, deviceUnavailableReason, sampleOnDevice } from '../src/device.js';
 import { createModel } from '../src/model.js';
 import { createAdamW } from '../src/optimizer.js';
+import { GRPO_ROC_NATIVE_LOSS } from '../src/testing.js';
 
 const device = (process.env.AGENTRL_GPU_TEST_DEVICE ?? 'cuda') as Device;
 const quick = process.env.GPU_BENCH_QUICK === '1';
@@ -139,7 +140,7 @@ it('gpu bench', () => {
       dWeight: new Float32Array(V * H),
       logp: new Float32Array(T),
       accumulate: false,
-      config: { temperature: 1, clipLow: 0.2, clipHigh: 0.28, dualClip: 3, maxLogRatio: 20, aggregation: 0 },
+      config: GRPO_ROC_NATIVE_LOSS,
       backend: device === 'cuda' ? 'cuda' : 'hip',
       precision,
       repeat,
