@@ -32,6 +32,8 @@ from _agentrl_setup import PR_SET_DUMPABLE, fork_into_new_pid_namespace, isolate
 del sys.path[0]
 
 CHUNK = 65536
+# Longer request lines are dropped unread (the TS side never sends one: it caps code + stdin well below this).
+MAX_REQUEST_BYTES = 256 << 20
 CLASSIFY_TAIL = 4096
 # Read-only paths under /tmp or /dev/shm that each call's fresh tmpfs would hide; re-bound per call.
 TMP_BINDS = [str(p) for p in json.loads(os.environ.get("AGENTRL_TMP_BINDS") or "[]")]
@@ -63,6 +65,7 @@ class Server:
         self.calls = {}  # pid -> Call
         self.deadlines = []  # (deadline, pid)
         self.inbuf = bytearray()
+        self.skip_line = False
         self.out = sys.stdout.buffer
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
@@ -72,35 +75,43 @@ class Server:
         self.out.flush()
 
     def start(self, req):
-        check_request(req)
+        """Forks one call. Every descriptor opened here has one owner that closes it on every path: `owned`
+        until the fork succeeds, then the Call (its read ends and pidfd, closed as each drains or is reaped)."""
+        stdin = decode_request(req)  # everything that can fail on the request's content fails here, before any fd
         call = Call(req)
-        pipes = {1: os.pipe(), 2: os.pipe(), 3: os.pipe()}
-        stdin_fd = os.memfd_create("stdin", 0)
-        data = (req.get("stdin") or "").encode()
-        if data:
-            os.write(stdin_fd, data)
-            os.lseek(stdin_fd, 0, os.SEEK_SET)
-        call.started = time.monotonic()
-        self.out.flush()
+        owned = []
         try:
+            pipes = {}
+            for target in (1, 2, 3):
+                r, w = os.pipe()
+                owned += (r, w)
+                pipes[target] = (r, w)
+            stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+            owned.append(stdin_fd)
+            write_all(stdin_fd, stdin)
+            os.lseek(stdin_fd, 0, os.SEEK_SET)
+            call.started = time.monotonic()
+            self.out.flush()
             pid = fork_into_new_pid_namespace()
-        except OSError as e:
-            for r, w in pipes.values():
-                os.close(r)
-                os.close(w)
-            os.close(stdin_fd)
-            self.send(sandbox_error(req, f"fork failed: {e}"))
-            return
-        if pid == 0:
-            self.child(req, pipes, stdin_fd)
-        os.close(stdin_fd)
-        call.pid = pid
-        call.pidfd = os.pidfd_open(pid)
+            if pid == 0:
+                self.child(req, pipes, stdin_fd)
+            call.pid = pid
+            try:
+                call.pidfd = os.pidfd_open(pid)
+            except OSError:
+                os.kill(pid, signal.SIGKILL)  # cannot watch it: it must not run unwatched
+                os.waitpid(pid, 0)
+                raise
+        except BaseException:
+            close_all(owned)
+            raise
+        # From here nothing fails on the request; the call owns the read ends and the pidfd.
         for target, (r, w) in pipes.items():
             os.close(w)
             os.set_blocking(r, False)
             call.fds[r] = target
             self.sel.register(r, selectors.EVENT_READ, ("pipe", call))
+        os.close(stdin_fd)
         self.sel.register(call.pidfd, selectors.EVENT_READ, ("exit", call))
         call.deadline = call.started + req["timeoutMs"] / 1000.0
         heapq.heappush(self.deadlines, (call.deadline, pid))
@@ -276,28 +287,43 @@ class Server:
             return True
         if not chunk:
             return False
+        scanned = len(self.inbuf)  # bytes already searched for a newline: each byte is searched once
         self.inbuf += chunk
         del chunk  # a child forked below must not find other requests in this frame
         while True:
-            nl = self.inbuf.find(b"\n")
+            nl = self.inbuf.find(b"\n", scanned)
             if nl < 0:
+                if len(self.inbuf) > MAX_REQUEST_BYTES:
+                    self.skip_line = True  # drop the rest of this line: no request is that long
+                    self.inbuf[:] = b""
                 return True
             line = bytes(self.inbuf[:nl])
             del self.inbuf[: nl + 1]
+            scanned = 0
+            if self.skip_line:
+                self.skip_line = False
+                log("ignored a request line longer than the limit")
+                continue
             if line.strip():
-                try:
-                    req = json.loads(line)
-                    if not isinstance(req, dict):
-                        raise ValueError("not a JSON object")
-                except ValueError as e:  # from our own client, so a bug: say so and keep serving
-                    sys.stderr.write(f"forkserver: ignored a request line that is not a JSON object: {e}\n")
-                    sys.stderr.flush()
-                    continue
-                try:
-                    self.start(req)
-                except Exception as e:  # a malformed request fails alone
-                    self.send(sandbox_error(req, f"fork server: bad request: {type(e).__name__}: {e}"))
-                del req, line
+                self.handle_line(line)
+            del line
+
+    def handle_line(self, line):
+        """One request line: a call started, or answered alone with sandbox_error; never raises."""
+        try:
+            req = json.loads(line)
+        except Exception as e:  # ValueError, RecursionError (deep nesting), MemoryError: fail this line only
+            log(f"ignored a request line that is not JSON: {type(e).__name__}")
+            return
+        if not isinstance(req, dict) or not isinstance(req.get("id"), int):
+            log("ignored a request line that is not an object with an integer id")
+            return
+        try:
+            self.start(req)
+        except (ValueError, UnicodeError) as e:  # a malformed request fails alone
+            self.send(sandbox_error(req, f"fork server: bad request: {type(e).__name__}: {e}"))
+        except Exception as e:  # EMFILE, a failed fork: this call fails, the server goes on
+            self.send(sandbox_error(req, f"fork server: could not start the call: {type(e).__name__}: {e}"))
 
     def serve(self):
         self.send({"ready": True, "pid": os.getpid(), "preloaded": sorted(PRELOADED)})
@@ -322,11 +348,35 @@ class Server:
 NUMERIC_FIELDS = ("timeoutMs", "cpuMs", "memoryMb", "maxOutputBytes", "maxProcs", "maxFileMb", "tmpMb")
 
 
-def check_request(req):
-    """Refuses (before any fork) a request the rest of the server could not handle."""
+def decode_request(req):
+    """Checks a request before anything is opened for it; returns its stdin as bytes. Raises ValueError (or
+    UnicodeEncodeError) naming what is wrong: a lone surrogate in code or stdin, a missing or mistyped field."""
     missing = [k for k in NUMERIC_FIELDS if not isinstance(req.get(k), (int, float)) or isinstance(req.get(k), bool)]
     if missing or not isinstance(req.get("code"), str) or not isinstance(req.get("stdin") or "", str):
         raise ValueError(f"needs code, stdin (strings) and numbers {', '.join(NUMERIC_FIELDS)}; bad: {missing or 'code/stdin'}")
+    if not all(0 < req[k] < 1 << 40 for k in NUMERIC_FIELDS):
+        raise ValueError(f"{', '.join(NUMERIC_FIELDS)} must be positive and below 2**40")
+    req["code"].encode()  # UnicodeEncodeError names the lone surrogate
+    return (req.get("stdin") or "").encode()
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def close_all(fds):
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def log(message):
+    sys.stderr.write(f"forkserver: {message}\n")
+    sys.stderr.flush()
 
 
 def keep_bytes(req):
