@@ -20,7 +20,25 @@ export const LimitsSchema = z.object({
     .min(16)
     .max(65_536)
     .default(1024)
-    .describe('address space the call may add on top of the warm interpreter (RLIMIT_AS)'),
+    .describe(
+      "memory one call may hold, and the ceiling of a call's own memoryMb (a call may ask for less, never more)",
+    ),
+  maxTimeoutMs: z
+    .number()
+    .int()
+    .min(10)
+    .max(600_000)
+    .default(120_000)
+    .describe("ceiling of a call's own timeoutMs (the pool's timeoutMs is allowed even when above it)"),
+  maxCallOutputBytes: z
+    .number()
+    .int()
+    .min(64)
+    .max(64 * 1024 * 1024)
+    .default(8 * 1024 * 1024)
+    .describe(
+      "ceiling of a call's own maxOutputBytes (the pool's maxOutputBytes is allowed even when above it)",
+    ),
   maxOutputBytes: z
     .number()
     .int()

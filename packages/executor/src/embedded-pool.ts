@@ -1,7 +1,7 @@
 import { type PoolConfig, type PoolConfigInput, PoolSchema, parseConfig } from './config.js';
 import { ExecutorError } from './errors.js';
 import { ForkServer } from './fork-server.js';
-import { errorResult, resolveRequest, toResult } from './requests.js';
+import { answerEach, errorResult, resolveRequest, toResult } from './requests.js';
 import { checkBwrap, checkExposedPaths, resolvePython } from './sandbox-spec.js';
 import { Semaphore } from './semaphore.js';
 import { StatsRecorder } from './stats.js';
@@ -73,8 +73,9 @@ export class EmbeddedPool implements Executor {
     return result;
   }
 
+  /** Each call on its own: a malformed one is answered sandbox_error / INVALID_REQUEST, the others run. */
   runBatch(requests: readonly RunRequest[]): Promise<RunResult[]> {
-    return Promise.all(requests.map((r) => this.run(r)));
+    return answerEach(requests, (r) => this.run(r));
   }
 
   async workers(): Promise<number> {

@@ -4,7 +4,7 @@ import { type RemoteClientOptions, RemoteClientSchema } from './client-options.j
 import { parseConfig } from './config.js';
 import { ExecutorError } from './errors.js';
 import { runRemoteCall } from './remote-call.js';
-import { errorResult } from './requests.js';
+import { answerEach, errorResult } from './requests.js';
 import { Semaphore } from './semaphore.js';
 import { StatsRecorder } from './stats.js';
 import type { Executor, ExecutorStats, RunOptions, RunRequest, RunResult } from './types.js';
@@ -91,8 +91,9 @@ export class HttpExecutor implements Executor {
     );
   }
 
+  /** Each call on its own: a malformed one is answered sandbox_error / INVALID_REQUEST, the others run. */
   runBatch(requests: readonly RunRequest[], options: RunOptions = {}): Promise<RunResult[]> {
-    return Promise.all(requests.map((r) => this.run(r, options)));
+    return answerEach(requests, (r) => this.run(r, options));
   }
 
   private async send(all: Pending[]): Promise<void> {

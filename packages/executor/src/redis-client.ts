@@ -17,7 +17,7 @@ import {
   redisKeys,
 } from './redis-scripts.js';
 import { runRemoteCall } from './remote-call.js';
-import { errorResult } from './requests.js';
+import { answerEach, errorResult } from './requests.js';
 import { Semaphore } from './semaphore.js';
 import { StatsRecorder } from './stats.js';
 import type { Executor, ExecutorStats, RunOptions, RunRequest, RunResult } from './types.js';
@@ -167,8 +167,9 @@ export class RedisExecutor implements Executor {
     );
   }
 
+  /** Each call on its own: a malformed one is answered sandbox_error / INVALID_REQUEST, the others run. */
   runBatch(requests: readonly RunRequest[], options: RunOptions = {}): Promise<RunResult[]> {
-    return Promise.all(requests.map((r) => this.run(r, options)));
+    return answerEach(requests, (r) => this.run(r, options));
   }
 
   /** Gives a call up: answers it now, and marks its job done so that no worker starts it. */

@@ -1,4 +1,5 @@
 import { ExecutorError } from './errors.js';
+import { checkRequest } from './requests.js';
 import type { Semaphore } from './semaphore.js';
 import type { StatsRecorder } from './stats.js';
 import type { RunRequest, RunResult } from './types.js';
@@ -11,7 +12,7 @@ export interface RemoteCallContext {
 }
 
 /**
- * The client side of one call, shared by the HTTP and Redis clients: argument checks, per-call
+ * The client side of one call, shared by the HTTP and Redis clients: argument checks (checkRequest), per-call
  * defaults, the in-flight cap and latency stats around `dispatch`, which hands the call to the
  * client's batcher and resolves with its one answer.
  */
@@ -21,8 +22,8 @@ export async function runRemoteCall(
   dispatch: (request: RunRequest, started: number) => Promise<RunResult>,
 ): Promise<RunResult> {
   if (ctx.closed) throw new ExecutorError('CLOSED', 'run() after close(); create a new executor');
-  if (typeof req?.code !== 'string')
-    throw new ExecutorError('INVALID_REQUEST', 'run() needs { code: string }');
+  // Refused here, alone: a malformed call never joins a batch of other callers' calls.
+  checkRequest(req);
   const started = performance.now();
   ctx.recorder.inFlight++;
   await ctx.gate.acquire();

@@ -3,26 +3,75 @@ import { ExecutorError, ExecutorErrorCode } from './errors.js';
 import type { RawRequest, RawResult } from './fork-server.js';
 import type { RunRequest, RunResult } from './types.js';
 
-/** Validates one call and fills in the executor's limits. Throws INVALID_REQUEST on misuse. */
+/** Absolute ranges of the per-call limits, whatever executor runs the call (its own ceilings come on top). */
+export const CALL_RANGES = {
+  timeoutMs: [10, 600_000],
+  memoryMb: [16, 65_536],
+  maxOutputBytes: [64, 64 * 1024 * 1024],
+  deadlineMs: [1, 24 * 3600 * 1000],
+} as const;
+
+/** Most UTF-16 code units of code and stdin together (the fork server drops request lines past 512 MiB). */
+export const MAX_SOURCE_CHARS = 64 * 1024 * 1024;
+
+/** A lone surrogate: valid in a JS string and in JSON, not encodable as UTF-8. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * What any executor accepts as one call: its shape, text that UTF-8 can carry, sizes, and the absolute ranges
+ * of its limits. Every client checks it before a call joins a batch, and every server checks each item of a
+ * batch on its own, so one malformed call is refused alone. Throws INVALID_REQUEST saying what to fix.
+ */
+export function checkRequest(req: unknown): asserts req is RunRequest {
+  const bad = (msg: string) => new ExecutorError('INVALID_REQUEST', msg);
+  if (typeof req !== 'object' || req === null) throw bad('a call must be an object { code: string, ... }');
+  const r = req as Record<string, unknown>;
+  if (typeof r.code !== 'string') throw bad('run() needs { code: string }; got no code');
+  if (r.stdin !== undefined && typeof r.stdin !== 'string') throw bad('stdin must be a string when given');
+  const stdin = (r.stdin as string | undefined) ?? '';
+  if (r.code.length + stdin.length > MAX_SOURCE_CHARS)
+    throw bad(`code and stdin together must be at most ${MAX_SOURCE_CHARS} characters`);
+  for (const [field, text] of [
+    ['code', r.code],
+    ['stdin', stdin],
+  ] as const) {
+    const m = LONE_SURROGATE.exec(text);
+    if (m) throw bad(`${field} holds a lone UTF-16 surrogate at index ${m.index}; send well-formed text`);
+  }
+  for (const [field, [min, max]] of Object.entries(CALL_RANGES)) {
+    const v = r[field];
+    if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max))
+      throw bad(`${field} must be an integer between ${min} and ${max}; got ${JSON.stringify(v)}`);
+  }
+  if (r.lastExpression !== undefined && typeof r.lastExpression !== 'boolean')
+    throw bad('lastExpression must be a boolean when given');
+  truncateMode(r.truncate);
+}
+
+/**
+ * Validates one call and fills in the executor's limits. A call may lower its limits, never raise them past
+ * this executor's ceilings (memoryMb: the pool's own; timeoutMs: maxTimeoutMs; maxOutputBytes:
+ * maxCallOutputBytes). Throws INVALID_REQUEST on misuse.
+ */
 export function resolveRequest(req: RunRequest, limits: Limits): RawRequest {
-  if (typeof req?.code !== 'string') {
-    throw new ExecutorError('INVALID_REQUEST', 'run() needs { code: string }; got no code');
-  }
-  if (req.stdin !== undefined && typeof req.stdin !== 'string') {
-    throw new ExecutorError('INVALID_REQUEST', 'stdin must be a string when given');
-  }
-  const timeoutMs = clampInt(req.timeoutMs ?? limits.timeoutMs, 10, 600_000, 'timeoutMs');
+  checkRequest(req);
+  const timeoutMs = ceiling(
+    req.timeoutMs ?? limits.timeoutMs,
+    Math.max(limits.timeoutMs, limits.maxTimeoutMs),
+    'timeoutMs',
+    'maxTimeoutMs',
+  );
   return {
     code: req.code,
     stdin: req.stdin ?? '',
     timeoutMs,
     cpuMs: limits.cpuMs ?? timeoutMs,
-    memoryMb: clampInt(req.memoryMb ?? limits.memoryMb, 16, 65_536, 'memoryMb'),
-    maxOutputBytes: clampInt(
+    memoryMb: ceiling(req.memoryMb ?? limits.memoryMb, limits.memoryMb, 'memoryMb', 'memoryMb / --memory-mb'),
+    maxOutputBytes: ceiling(
       req.maxOutputBytes ?? limits.maxOutputBytes,
-      64,
-      64 * 1024 * 1024,
+      Math.max(limits.maxOutputBytes, limits.maxCallOutputBytes),
       'maxOutputBytes',
+      'maxCallOutputBytes',
     ),
     truncate: truncateMode(req.truncate),
     maxProcs: limits.maxProcs,
@@ -37,11 +86,33 @@ function truncateMode(v: unknown): 'middle' | 'head' {
   throw new ExecutorError('INVALID_REQUEST', `truncate must be "middle" or "head"; got ${JSON.stringify(v)}`);
 }
 
-function clampInt(v: number, min: number, max: number, what: string): number {
-  if (!Number.isFinite(v) || v < min || v > max) {
-    throw new ExecutorError('INVALID_REQUEST', `${what} must be between ${min} and ${max}; got ${v}`);
+function ceiling(v: number, max: number, what: string, knob: string): number {
+  if (v > max) {
+    throw new ExecutorError(
+      'INVALID_REQUEST',
+      `${what} ${v} is above this executor's ceiling of ${max}; ask for less, or raise ${knob} where it runs`,
+    );
   }
-  return Math.round(v);
+  return v;
+}
+
+/**
+ * Runs each call of a batch on its own: a call refused as malformed (INVALID_REQUEST) is answered with
+ * sandbox_error and that code, and the others run. Other errors (CLOSED) still reject.
+ */
+export function answerEach(
+  requests: readonly RunRequest[],
+  run: (r: RunRequest) => Promise<RunResult>,
+): Promise<RunResult[]> {
+  return Promise.all(
+    requests.map((r) =>
+      run(r).catch((e: unknown) => {
+        if (e instanceof ExecutorError && e.code === ExecutorErrorCode.INVALID_REQUEST)
+          return errorResult(e, 0);
+        throw e;
+      }),
+    ),
+  );
 }
 
 export function toResult(raw: RawResult, latencyMs: number): RunResult {

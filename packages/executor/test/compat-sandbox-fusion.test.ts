@@ -81,18 +81,23 @@ describe('SandboxFusion drop-in (issue 14, item 6)', () => {
     expect(r.body.run_result.stdout).toBe('a'.repeat(1 << 20)); // the head only, no marker
   });
 
-  it('memory_limit_MB = -1 (its default) is no limit; a positive one is a limit', async () => {
-    // 4 GiB of address space, never touched: past the executor's 1024 MB default, inside "no limit".
-    const big = 'import mmap\nm = mmap.mmap(-1, 4 << 30)\nprint(len(m) >> 30)';
-    expect((await runCode(verl(big))).body).toMatchObject({
+  it("memory_limit_MB = -1 (its default) is the executor's own limit, also its ceiling; a positive one lowers it", async () => {
+    const map = (mb: number) => `import mmap\nm = mmap.mmap(-1, ${mb} << 20)\nprint(len(m) >> 20)`;
+    expect((await runCode(verl(map(256)))).body).toMatchObject({
       status: 'Success',
-      run_result: { stdout: '4\n' },
+      run_result: { stdout: '256\n' },
     });
-    const { memory_limit_MB: _m, ...unset } = verl(big);
+    const { memory_limit_MB: _m, ...unset } = verl(map(256));
     expect((await runCode(unset)).body.status).toBe('Success');
-    const limited = await runCode(verl(big, { memory_limit_MB: 512 }));
+    // past the executor's 1024 MB: refused by its own limit, -1 or not (issue 23: no request lifts it)
+    const big = await runCode(verl(map(4096)));
+    expect(big.body).toMatchObject({ status: 'Failed', run_result: { return_code: 1 } });
+    const limited = await runCode(verl(map(256), { memory_limit_MB: 128 }));
     expect(limited.body).toMatchObject({ status: 'Failed', run_result: { return_code: 1 } });
     expect(limited.body.run_result.stderr).toContain('Cannot allocate memory');
+    const above = await runCode(verl(map(256), { memory_limit_MB: 4096 }));
+    expect(above.body).toMatchObject({ status: 'SandboxError' });
+    expect(above.body.message).toContain("memoryMb 4096 is above this executor's ceiling of 1024");
   });
 
   it('another language is refused for that request in its shape, not with an HTTP error', async () => {

@@ -106,7 +106,9 @@ describe('embedded pool: ordinary calls', () => {
 
   it('rejects misuse with an actionable error', async () => {
     await expect(pool.run({ code: 42 as unknown as string })).rejects.toBeInstanceOf(ExecutorError);
-    await expect(pool.run({ code: 'pass', timeoutMs: -1 })).rejects.toThrow(/timeoutMs must be between/);
+    await expect(pool.run({ code: 'pass', timeoutMs: -1 })).rejects.toThrow(
+      /timeoutMs must be an integer between/,
+    );
     expect(() => new EmbeddedPool({ concurrency: 0 })).toThrow(/concurrency/);
   });
 

@@ -10,7 +10,6 @@ import { type CompatOptions, parseBody, useFastApiErrors } from './fastapi.js';
 /** sandbox/runners/base.py _MAX_CAPTURED_OUTPUT_BYTES: the first 1 MiB of each stream is kept. */
 export const SANDBOX_FUSION_OUTPUT_BYTES = 1024 * 1024;
 /** memory_limit_MB <= 0 is "no limit" there; here it lifts the limit to the executor's ceiling. */
-const NO_MEMORY_LIMIT_MB = 65_536;
 
 /** sandbox/runners/types.py `Language`. */
 const LANGUAGES = [
@@ -73,7 +72,8 @@ export function fromSandboxFusion(q: SandboxFusionRequest): RunRequest | { refus
     code: q.code,
     stdin: q.stdin ?? '',
     timeoutMs: Math.round(q.run_timeout * 1000),
-    memoryMb: q.memory_limit_MB > 0 ? q.memory_limit_MB : NO_MEMORY_LIMIT_MB,
+    // -1 or 0: no limit of its own, which here means the executor's own memoryMb (also its ceiling)
+    ...(q.memory_limit_MB > 0 && { memoryMb: q.memory_limit_MB }),
     maxOutputBytes: SANDBOX_FUSION_OUTPUT_BYTES,
     truncate: 'head',
   };

@@ -1,0 +1,84 @@
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunRequest, RunResult } from '../src/types.js';
+import { MODES, openFds, type RunningMode, startMode } from './modes.js';
+import { sleep } from './processes.js';
+
+// Issue 23's outside attacks, in each of the three modes. Every hostile call runs while a bystander call is
+// in flight on the same fork server (servers: 1, no preload), and the bystander must still be answered
+// correctly. Everything hostile runs inside the sandbox under test; all traffic stays on loopback.
+const POOL = { timeoutMs: 5000, memoryMb: 256, concurrency: 4 };
+const BYSTANDER = { code: 'import time\ntime.sleep(0.6)\nprint("bystander done")' };
+
+async function beside<T>(m: RunningMode, hostile: () => Promise<T>): Promise<T> {
+  const bystander = m.ex.run(BYSTANDER);
+  await sleep(150); // the bystander is running when the attack starts
+  const out = await hostile();
+  expect(await bystander).toMatchObject({ status: 'ok', stdout: 'bystander done\n' });
+  return out;
+}
+
+/** POSTs a batch as a client that skips every check would (http mode only). */
+async function rawBatch(
+  m: RunningMode,
+  requests: unknown[],
+): Promise<{ status: number; results: RunResult[] }> {
+  const res = await request(`${m.url}/v1/run-batch`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ requests }),
+  });
+  const body = (await res.body.json()) as { results: RunResult[] };
+  return { status: res.statusCode, results: body.results };
+}
+
+describe.each(MODES)('attacks through the %s executor (issue 23)', (mode) => {
+  let m: RunningMode;
+  beforeAll(async () => {
+    m = await startMode(mode, POOL);
+  }, 60_000);
+  afterAll(() => m?.stop());
+
+  it('class 1: calls whose text UTF-8 cannot carry fail alone and leave no descriptor open', async () => {
+    await m.ex.run({ code: 'print(1)' }); // the fork server is up
+    const before = openFds(m.forkServers());
+    const bad: RunRequest[] = Array.from({ length: 100 }, (_, i) =>
+      i % 2 ? { code: 'print(1)', stdin: '\ud800' } : { code: 'print("\udfff")' },
+    );
+    const results = await beside(m, () => m.ex.runBatch([...bad, { code: 'print(6 * 7)' }]));
+    expect(results.at(-1)).toMatchObject({ status: 'ok', stdout: '42\n' });
+    for (const r of results.slice(0, -1)) {
+      expect(r.status).toBe('sandbox_error');
+      expect(r.error?.code).toBe('EXECUTOR_INVALID_REQUEST');
+    }
+    if (m.url) {
+      // past the client's own check: the server refuses each such call itself
+      const raw = await rawBatch(m, [...bad.slice(0, 20), { code: 'print(7)' }]);
+      expect(raw.status).toBe(200);
+      expect(raw.results.at(-1)).toMatchObject({ status: 'ok', stdout: '7\n' });
+      expect(raw.results[0]?.error?.code).toBe('EXECUTOR_INVALID_REQUEST');
+    }
+    expect(openFds(m.forkServers())).toBe(before);
+  });
+
+  it('class 7: one call out of range fails alone; the rest of its batch runs', async () => {
+    const outOfRange: RunRequest[] = [
+      { code: 'print(1)', memoryMb: 1 },
+      { code: 'print(1)', timeoutMs: 10 ** 9 },
+      { code: 'print(1)', maxOutputBytes: 1.5 },
+      { code: 'print(1)', truncate: 'tail' as 'head' },
+    ];
+    const results = await beside(m, () =>
+      m.ex.runBatch([{ code: 'print("a")' }, ...outOfRange, { code: 'print("b")' }]),
+    );
+    expect(results[0]).toMatchObject({ status: 'ok', stdout: 'a\n' });
+    expect(results.at(-1)).toMatchObject({ status: 'ok', stdout: 'b\n' });
+    for (const r of results.slice(1, -1)) expect(r.error?.code).toBe('EXECUTOR_INVALID_REQUEST');
+    expect(results[1]?.error?.message).toContain('memoryMb must be an integer between 16 and 65536; got 1');
+    if (m.url) {
+      const raw = await rawBatch(m, [{ code: 'print("a")' }, ...outOfRange, 7, { code: 'print("b")' }]);
+      expect(raw.status).toBe(200);
+      expect(raw.results.map((r) => r.status)).toEqual(['ok', ...Array(5).fill('sandbox_error'), 'ok']);
+    }
+  });
+});
