@@ -33,7 +33,7 @@ del sys.path[0]
 
 CHUNK = 65536
 # Longer request lines are dropped unread (the TS side never sends one: it caps code + stdin well below this).
-MAX_REQUEST_BYTES = 256 << 20
+MAX_REQUEST_BYTES = 512 << 20
 CLASSIFY_TAIL = 4096
 # Read-only paths under /tmp or /dev/shm that each call's fresh tmpfs would hide; re-bound per call.
 TMP_BINDS = [str(p) for p in json.loads(os.environ.get("AGENTRL_TMP_BINDS") or "[]")]

@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { ExecutorError } from './errors.js';
+import { LineSplitter } from './line-splitter.js';
 import { bwrapArgs, FORKSERVER_DIR, type PythonInfo, underCallTmpfs } from './sandbox-spec.js';
 import type { ExecutorStatus } from './types.js';
 
@@ -103,29 +104,22 @@ export class ForkServer {
     };
     const proc = spawn(cmd as string, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     this.proc = proc;
-    let buffered = '';
     let stderrTail = '';
     return new Promise<void>((resolve, reject) => {
       let ready = false;
-      proc.stdout.setEncoding('utf8');
-      proc.stdout.on('data', (chunk: string) => {
-        buffered += chunk;
-        let nl = buffered.indexOf('\n');
-        while (nl >= 0) {
-          const line = buffered.slice(0, nl);
-          buffered = buffered.slice(nl + 1);
-          nl = buffered.indexOf('\n');
-          const msg = JSON.parse(line) as RawResult & { ready?: boolean };
-          if (msg.ready) {
-            ready = true;
-            resolve();
-            continue;
-          }
-          const done = this.pending.get(msg.id);
-          this.pending.delete(msg.id);
-          done?.(msg);
+      const lines = new LineSplitter((line) => {
+        const msg = JSON.parse(line) as RawResult & { ready?: boolean };
+        if (msg.ready) {
+          ready = true;
+          resolve();
+          return;
         }
+        const done = this.pending.get(msg.id);
+        this.pending.delete(msg.id);
+        done?.(msg);
       });
+      proc.stdout.setEncoding('utf8');
+      proc.stdout.on('data', (chunk: string) => lines.push(chunk));
       proc.stderr.setEncoding('utf8');
       proc.stderr.on('data', (chunk: string) => {
         stderrTail = (stderrTail + chunk).slice(-4000);

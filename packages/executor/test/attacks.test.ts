@@ -7,7 +7,7 @@ import { sleep } from './processes.js';
 // Issue 23's outside attacks, in each of the three modes. Every hostile call runs while a bystander call is
 // in flight on the same fork server (servers: 1, no preload), and the bystander must still be answered
 // correctly. Everything hostile runs inside the sandbox under test; all traffic stays on loopback.
-const POOL = { timeoutMs: 5000, memoryMb: 256, concurrency: 4 };
+const POOL = { timeoutMs: 5000, memoryMb: 256, concurrency: 4, maxOutputBytes: 32 << 20 };
 const BYSTANDER = { code: 'import time\ntime.sleep(0.6)\nprint("bystander done")' };
 
 async function beside<T>(m: RunningMode, hostile: () => Promise<T>): Promise<T> {
@@ -81,4 +81,16 @@ describe.each(MODES)('attacks through the %s executor (issue 23)', (mode) => {
       expect(raw.results.map((r) => r.status)).toEqual(['ok', ...Array(5).fill('sandbox_error'), 'ok']);
     }
   });
+
+  it('class 5: a 32 MiB result is parsed in linear time, and its neighbours are not kept waiting', async () => {
+    const t0 = performance.now();
+    const r = await beside(m, () =>
+      m.ex.run({ code: 'import sys\nsys.stdout.write("x" * ((32 << 20) - 3) + "end")', timeoutMs: 20_000 }),
+    );
+    expect(r.status).toBe('ok');
+    expect(r.stdout.length).toBe(32 << 20);
+    expect(r.stdout.endsWith('xend')).toBe(true);
+    // 27 s when each 64 KiB chunk was appended to one string and searched again from its start
+    expect(performance.now() - t0).toBeLessThan(8000);
+  }, 60_000);
 });
