@@ -27,6 +27,7 @@ import time
 # user code sees the interpreter's ordinary sys.path.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _agentrl_run import run_user_code  # noqa: E402
+import _agentrl_seccomp  # noqa: E402
 from _agentrl_setup import PR_SET_DUMPABLE, fork_into_new_pid_namespace, isolate, libc  # noqa: E402
 
 del sys.path[0]
@@ -35,6 +36,9 @@ CHUNK = 65536
 # Longer request lines are dropped unread (the TS side never sends one: it caps code + stdin well below this).
 MAX_REQUEST_BYTES = 512 << 20
 CLASSIFY_TAIL = 4096
+# How often the fallback memory cap measures what each running call holds (calls younger than this are
+# never measured: their address space is still capped by RLIMIT_AS per process).
+MEMORY_SAMPLE_S = 0.02
 # Read-only paths under /tmp or /dev/shm that each call's fresh tmpfs would hide; re-bound per call.
 TMP_BINDS = [str(p) for p in json.loads(os.environ.get("AGENTRL_TMP_BINDS") or "[]")]
 # Each call in its own network namespace (default), or sharing the server's.
@@ -45,7 +49,7 @@ PYTHONPATH = [p for p in os.environ.get("AGENTRL_PYTHONPATH", "").split(os.paths
 
 class Call:
     __slots__ = ("req", "pid", "pidfd", "fds", "head", "tail", "total", "control", "started", "deadline",
-                 "killed", "status", "rusage", "open")
+                 "killed", "status", "rusage", "open", "held", "base")
 
     def __init__(self, req):
         self.req = req
@@ -55,6 +59,7 @@ class Call:
         self.total = {1: 0, 2: 0}
         self.control = bytearray()
         self.killed = False
+        self.held = None  # bytes it held when the memory cap ended it
         self.status = None
         self.rusage = None
 
@@ -66,6 +71,7 @@ class Server:
         self.deadlines = []  # (deadline, pid)
         self.inbuf = bytearray()
         self.skip_line = False
+        self.next_sample = 0.0
         self.out = sys.stdout.buffer
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
@@ -91,6 +97,7 @@ class Server:
             write_all(stdin_fd, stdin)
             os.lseek(stdin_fd, 0, os.SEEK_SET)
             call.started = time.monotonic()
+            call.base = rss_of(os.getpid())[0]  # the warm heap the child inherits, in its RssAnon from birth
             self.out.flush()
             pid = fork_into_new_pid_namespace()
             if pid == 0:
@@ -138,6 +145,7 @@ class Server:
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the CPU rlimit must end the process
             isolate(req, TMP_BINDS, OWN_NETWORK)
+            _agentrl_seccomp.install()
         except BaseException as e:  # a setup failure is the sandbox's fault, not the code's
             try:
                 os.write(3, json.dumps({"sandbox": f"{type(e).__name__}: {e}"}).encode())
@@ -235,6 +243,11 @@ class Server:
         if setup_failure is not None:
             status = "sandbox_error"
             texts[2] = f"sandbox: {setup_failure}"
+        elif call.held is not None:
+            status = "memory_exceeded"
+            mb = int(req["memoryMb"])
+            texts[2] += (f"\nMemoryError: the call held {call.held >> 20} MB, over its memoryMb {mb} "
+                         "(all its processes, its /tmp and /dev/shm together)")
         elif call.killed or signame == "SIGXCPU" or (signame == "SIGKILL" and cpu_ms >= req["cpuMs"]):
             status = "timeout"
         elif signame == "SIGKILL":
@@ -277,6 +290,25 @@ class Server:
                 call.killed = True
                 try:
                     os.kill(pid, signal.SIGKILL)  # pid 1 of its namespace: the whole tree goes with it
+                except ProcessLookupError:
+                    pass
+
+    def check_memory(self):
+        """The fallback memory cap: every MEMORY_SAMPLE_S, what each call holds (memory_held) against its
+        memoryMb; a call over it is SIGKILLed (its whole pid namespace) and ends memory_exceeded."""
+        now = time.monotonic()
+        if now < self.next_sample:
+            return
+        self.next_sample = now + MEMORY_SAMPLE_S
+        for call in list(self.calls.values()):
+            if call.status is not None or call.killed or now - call.started < MEMORY_SAMPLE_S:
+                continue
+            held = memory_held(call.pid, call.base)
+            if held > int(call.req["memoryMb"]) << 20:
+                call.killed = True
+                call.held = held
+                try:
+                    os.kill(call.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
 
@@ -332,6 +364,8 @@ class Server:
             timeout = None
             if self.deadlines:
                 timeout = max(0.0, self.deadlines[0][0] - time.monotonic())
+            if self.calls:
+                timeout = min(timeout if timeout is not None else MEMORY_SAMPLE_S, MEMORY_SAMPLE_S)
             for key, _ in self.sel.select(timeout):
                 kind, call = key.data
                 if kind == "stdin":
@@ -343,6 +377,7 @@ class Server:
                 else:
                     self.reap(call)
             self.expire()
+            self.check_memory()
 
 
 NUMERIC_FIELDS = ("timeoutMs", "cpuMs", "memoryMb", "maxOutputBytes", "maxProcs", "maxFileMb", "tmpMb")
@@ -377,6 +412,53 @@ def close_all(fds):
 def log(message):
     sys.stderr.write(f"forkserver: {message}\n")
     sys.stderr.flush()
+
+
+def call_processes(pid):
+    """`pid` and every process below it (its pid namespace's tree), from /proc's children lists."""
+    out, stack = [], [pid]
+    while stack:
+        p = stack.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    stack.extend(int(c) for c in f.read().split())
+        except OSError:  # it exited while we looked
+            pass
+    return out
+
+
+def rss_of(pid):
+    """(RssAnon, RssShmem) of a process in bytes; zeros once it has exited."""
+    anon = shmem = 0
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"RssAnon:"):
+                    anon = int(line.split()[1]) << 10
+                elif line.startswith(b"RssShmem:"):
+                    shmem = int(line.split()[1]) << 10
+    except OSError:
+        pass
+    return anon, shmem
+
+
+def memory_held(pid, base):
+    """What a call holds, in bytes: for each of its processes the anonymous memory it added over the warm heap
+    it inherited (`base`) and the shared memory it maps, plus what its /tmp and /dev/shm hold. Pages shared
+    between the call's own processes count once per process: this errs towards counting too much."""
+    total = 0
+    for p in call_processes(pid):
+        anon, shmem = rss_of(p)
+        total += max(0, anon - base) + shmem
+    for mount in ("tmp", "dev/shm"):
+        try:
+            st = os.statvfs(f"/proc/{pid}/root/{mount}")
+            total += (st.f_blocks - st.f_bfree) * st.f_frsize
+        except OSError:
+            pass
+    return total
 
 
 def keep_bytes(req):

@@ -93,4 +93,32 @@ describe.each(MODES)('attacks through the %s executor (issue 23)', (mode) => {
     // 27 s when each 64 KiB chunk was appended to one string and searched again from its start
     expect(performance.now() - t0).toBeLessThan(8000);
   }, 60_000);
+
+  it('class 2: memoryMb caps what the whole call holds: all its processes, memfds, /tmp', async () => {
+    // POOL.memoryMb is 256. Each attack stays under every per-process limit; together they are far over.
+    const memfd =
+      'import os\nfds = []\nfor i in range(20):\n    fd = os.memfd_create("x")\n    os.posix_fallocate(fd, 0, 60 << 20)\n    fds.append(fd)\nprint("held", len(fds) * 60, "MB")';
+    const children =
+      'import os, time\nfor i in range(8):\n    if os.fork() == 0:\n        b = bytearray(100 << 20)\n        time.sleep(4)\n        os._exit(0)\nfor i in range(8):\n    os.wait()\nprint("held 800 MB")';
+    const tmpAndHeap =
+      'import time\nfor i in range(2):\n    with open(f"/tmp/f{i}", "wb") as f:\n        f.write(b"x" * (50 << 20))\nb = bytearray(200 << 20)\ntime.sleep(4)\nprint("held 300 MB")';
+    const [m1, m2, m3, fine] = await beside(m, () =>
+      m.ex.runBatch([
+        { code: memfd },
+        { code: children },
+        { code: tmpAndHeap },
+        { code: 'b = bytearray(150 << 20)\nprint(len(b) >> 20)' },
+      ]),
+    );
+    expect(m1?.status).toBe('runtime_error');
+    expect(m1?.stderr).toContain('PermissionError: [Errno 1] Operation not permitted');
+    for (const r of [m2, m3]) {
+      expect(r?.status).toBe('memory_exceeded');
+      expect(r?.stderr).toMatch(/MemoryError: the call held \d+ MB, over its memoryMb 256/);
+    }
+    expect(fine).toMatchObject({ status: 'ok', stdout: '150\n' });
+    // and no call may lift the server's own limit
+    const above = await m.ex.runBatch([{ code: 'print(1)', memoryMb: 4096 }]);
+    expect(above[0]?.error?.message).toContain("memoryMb 4096 is above this executor's ceiling of 256");
+  }, 60_000);
 });
