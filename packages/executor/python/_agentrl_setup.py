@@ -37,8 +37,8 @@ def check(ret, what):
         raise SandboxSetupError(f"{what}: {os.strerror(err)}")
 
 
-def fork_into_new_pid_namespace():
-    """os.fork() with CLONE_NEWPID: the child is pid 1 of a fresh pid namespace.
+def fork_into_new_pid_namespace(extra_flags=0):
+    """os.fork() with CLONE_NEWPID: the child is pid 1 of a fresh pid namespace (`extra_flags`: CLONE_PARENT).
 
     unshare(CLONE_NEWPID) works only once per process, so we call clone() ourselves and run the
     interpreter's own before/after-fork hooks around it, exactly as os.fork() does. The server is
@@ -48,7 +48,7 @@ def fork_into_new_pid_namespace():
     api.PyOS_BeforeFork()
     pid = pylibc.syscall(
         ctypes.c_long(SYS_CLONE),
-        ctypes.c_ulong(CLONE_NEWPID | signal.SIGCHLD),
+        ctypes.c_ulong(CLONE_NEWPID | extra_flags | signal.SIGCHLD),
         ctypes.c_ulong(0),
         ctypes.c_ulong(0),
         ctypes.c_ulong(0),

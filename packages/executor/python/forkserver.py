@@ -20,15 +20,16 @@ import json
 import os
 import selectors
 import signal
+import socket
+import struct
 import sys
 import time
 
 # -I leaves the script's folder off sys.path; add it for our two modules only, then remove it so that
 # user code sees the interpreter's ordinary sys.path.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _agentrl_run import run_user_code  # noqa: E402
-import _agentrl_seccomp  # noqa: E402
-from _agentrl_setup import PR_SET_DUMPABLE, fork_into_new_pid_namespace, isolate, libc  # noqa: E402
+from _agentrl_setup import PR_SET_DUMPABLE, libc  # noqa: E402
+from _agentrl_zygote import start_zygote  # noqa: E402
 
 del sys.path[0]
 
@@ -65,7 +66,10 @@ class Call:
 
 
 class Server:
-    def __init__(self):
+    def __init__(self, zygote_pid, zygote):
+        self.zygote = zygote
+        # The warm heap every call inherits from the zygote, in its RssAnon from birth (the memory cap's base).
+        self.zygote_heap = rss_of(zygote_pid)[0]
         self.sel = selectors.DefaultSelector()
         self.calls = {}  # pid -> Call
         self.deadlines = []  # (deadline, pid)
@@ -81,9 +85,11 @@ class Server:
         self.out.flush()
 
     def start(self, req):
-        """Forks one call. Every descriptor opened here has one owner that closes it on every path: `owned`
-        until the fork succeeds, then the Call (its read ends and pidfd, closed as each drains or is reaped)."""
+        """Has the zygote fork one call. Every descriptor opened here has one owner that closes it on every path:
+        `owned` until the call exists, then the Call (its read ends and pidfd, closed as each drains or is reaped).
+        The call reads its request from a memfd of its own: no process it is forked from ever held it."""
         stdin = decode_request(req)  # everything that can fail on the request's content fails here, before any fd
+        payload = json.dumps({k: req[k] for k in CHILD_FIELDS if k in req}).encode()
         call = Call(req)
         owned = []
         try:
@@ -92,16 +98,16 @@ class Server:
                 r, w = os.pipe()
                 owned += (r, w)
                 pipes[target] = (r, w)
+            req_fd = os.memfd_create("request", os.MFD_CLOEXEC)
+            owned.append(req_fd)
+            write_all(req_fd, payload)
             stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
             owned.append(stdin_fd)
             write_all(stdin_fd, stdin)
             os.lseek(stdin_fd, 0, os.SEEK_SET)
             call.started = time.monotonic()
-            call.base = rss_of(os.getpid())[0]  # the warm heap the child inherits, in its RssAnon from birth
-            self.out.flush()
-            pid = fork_into_new_pid_namespace()
-            if pid == 0:
-                self.child(req, pipes, stdin_fd)
+            call.base = self.zygote_heap
+            pid = self.fork_call([req_fd, stdin_fd, pipes[1][1], pipes[2][1], pipes[3][1]])
             call.pid = pid
             try:
                 call.pidfd = os.pidfd_open(pid)
@@ -113,49 +119,27 @@ class Server:
             close_all(owned)
             raise
         # From here nothing fails on the request; the call owns the read ends and the pidfd.
-        for target, (r, w) in pipes.items():
-            os.close(w)
+        close_all([w for _, w in pipes.values()] + [req_fd, stdin_fd])
+        for target, (r, _) in pipes.items():
             os.set_blocking(r, False)
             call.fds[r] = target
             self.sel.register(r, selectors.EVENT_READ, ("pipe", call))
-        os.close(stdin_fd)
         self.sel.register(call.pidfd, selectors.EVENT_READ, ("exit", call))
         call.deadline = call.started + req["timeoutMs"] / 1000.0
         heapq.heappush(self.deadlines, (call.deadline, pid))
         self.calls[pid] = call
 
-    def child(self, req, pipes, stdin_fd):
-        """In the fresh child: scrub other calls' data, wire fds, isolate, run. Never returns."""
-        try:
-            for other in self.calls.values():
-                for buf in (*other.head.values(), *other.tail.values(), other.control):
-                    buf[:] = bytes(len(buf))
-                other.req = None
-            self.calls.clear()
-            self.inbuf[:] = bytes(len(self.inbuf))
-            # Its own session and process group: kill(0, sig) and killpg() from user code reach this call
-            # only (without this every call of the server shared one group, and os.kill(0, 9) killed them all).
-            os.setsid()
-            control = pipes[3][1]
-            os.dup2(stdin_fd, 0)
-            os.dup2(pipes[1][1], 1)
-            os.dup2(pipes[2][1], 2)
-            os.dup2(control, 3)
-            os.closerange(4, 1 << 16)
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the CPU rlimit must end the process
-            isolate(req, TMP_BINDS, OWN_NETWORK)
-            _agentrl_seccomp.install()
-        except BaseException as e:  # a setup failure is the sandbox's fault, not the code's
-            try:
-                os.write(3, json.dumps({"sandbox": f"{type(e).__name__}: {e}"}).encode())
-            finally:
-                os._exit(125)
-        try:
-            os.close(3)  # the control channel ends here: user code never holds it
-            run_user_code(req, PYTHONPATH)
-        finally:
-            os._exit(1)  # never fall back into the server's loop
+    def fork_call(self, fds):
+        """Hands a call's descriptors to the zygote; the pid of the call it forked (this server's child)."""
+        socket.send_fds(self.zygote, [b"F"], fds)
+        answer = self.zygote.recv(8)
+        if len(answer) != 8:
+            log("the zygote is gone; exiting so that a fresh server is started")
+            os._exit(70)
+        pid = struct.unpack("q", answer)[0]
+        if pid < 0:
+            raise OSError(-pid, f"the zygote could not fork the call: {os.strerror(-pid)}")
+        return pid
 
     def read_pipe(self, fd, call):
         target = call.fds[fd]
@@ -303,6 +287,8 @@ class Server:
         for call in list(self.calls.values()):
             if call.status is not None or call.killed or now - call.started < MEMORY_SAMPLE_S:
                 continue
+            if 3 in call.fds.values():
+                continue  # still in its setup (its control pipe is open until user code starts): not its /tmp yet
             held = memory_held(call.pid, call.base)
             if held > int(call.req["memoryMb"]) << 20:
                 call.killed = True
@@ -321,7 +307,7 @@ class Server:
             return False
         scanned = len(self.inbuf)  # bytes already searched for a newline: each byte is searched once
         self.inbuf += chunk
-        del chunk  # a child forked below must not find other requests in this frame
+        del chunk
         while True:
             nl = self.inbuf.find(b"\n", scanned)
             if nl < 0:
@@ -380,6 +366,8 @@ class Server:
             self.check_memory()
 
 
+# What a call's own process is told of its request (the rest stays with the server).
+CHILD_FIELDS = ("code", "lastExpression", "cpuMs", "memoryMb", "maxProcs", "maxFileMb", "tmpMb")
 NUMERIC_FIELDS = ("timeoutMs", "cpuMs", "memoryMb", "maxOutputBytes", "maxProcs", "maxFileMb", "tmpMb")
 
 
@@ -531,4 +519,5 @@ if __name__ == "__main__":
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     gc.collect()
     gc.freeze()  # children then never write to the inherited objects' GC headers
-    Server().serve()
+    zygote_pid, zygote = start_zygote(TMP_BINDS, OWN_NETWORK, PYTHONPATH)
+    Server(zygote_pid, zygote).serve()

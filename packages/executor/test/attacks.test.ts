@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunRequest, RunResult } from '../src/types.js';
@@ -121,4 +122,38 @@ describe.each(MODES)('attacks through the %s executor (issue 23)', (mode) => {
     const above = await m.ex.runBatch([{ code: 'print(1)', memoryMb: 4096 }]);
     expect(above[0]?.error?.message).toContain("memoryMb 4096 is above this executor's ceiling of 256");
   }, 60_000);
+
+  it("class 3: a call's own memory holds no other call's code, stdin or output", async () => {
+    const needle = `Zq${randomBytes(4).toString('hex')}`;
+    const secret = (what: string) => `${needle}${what}${randomBytes(4).toString('hex')}`;
+    const [printed, inCode, inStdin] = [secret('out'), secret('cod'), secret('inp')];
+    // an earlier call's stdout and stderr, then a call in flight with a secret in its code and its stdin
+    await m.ex.run({ code: `import sys\nprint("${printed}")\nprint("${printed}", file=sys.stderr)` });
+    const bystander = m.ex.run({
+      code: `import sys, time\nkey = "${inCode}"\nline = sys.stdin.readline()\ntime.sleep(1.5)\nprint("bystander", len(key), len(line))`,
+      stdin: `${inStdin}\n`,
+    });
+    await sleep(300);
+    // the hostile call knows the needle only as hex, so its own code is not a hit; it reads its own
+    // writable mappings with ctypes (/proc/self/mem is closed to it: the process is not dumpable)
+    const scan = [
+      'import ctypes, re',
+      `pattern = re.escape(bytes.fromhex("${Buffer.from(needle).toString('hex')}")) + rb"[a-z]{3}[0-9a-f]{8}"`,
+      'found = set()',
+      'for line in open("/proc/self/maps").read().splitlines():',
+      '    span, perms = line.split()[:2]',
+      '    if not perms.startswith("rw"):',
+      '        continue',
+      '    lo, hi = (int(x, 16) for x in span.split("-"))',
+      '    data = ctypes.string_at(lo, hi - lo)',
+      '    found.update(m.decode() for m in re.findall(pattern, data))',
+      'print(sorted(found))',
+    ].join('\n');
+    const r = await m.ex.run({ code: scan });
+    expect(await bystander).toMatchObject({
+      status: 'ok',
+      stdout: `bystander ${inCode.length} ${inStdin.length + 1}\n`,
+    });
+    expect(r).toMatchObject({ status: 'ok', stdout: '[]\n' });
+  });
 });

@@ -162,8 +162,9 @@ describe('createExecutor: fork servers', () => {
       expect(servers).toHaveLength(3);
       const burst = ex.runBatch(Array.from({ length: 6 }, () => ({ code: 'import time\ntime.sleep(1.5)' })));
       await sleep(700);
-      // Each call is one process under its server's bwrap tree (bwrap, its pid 1, the Python server, calls).
-      const perServer = servers.map((pid) => descendantsOf([pid]).length - 2);
+      // Each call is one process under its server's bwrap tree (bwrap, its pid 1, the Python server, its
+      // zygote, calls).
+      const perServer = servers.map((pid) => descendantsOf([pid]).length - 3);
       expect(perServer).toEqual([2, 2, 2]);
       expect((await burst).map((r) => r.status)).toEqual(Array(6).fill('ok'));
     } finally {
