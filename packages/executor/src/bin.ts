@@ -37,6 +37,7 @@ export async function main(argv: string[]): Promise<void> {
       maxOutputBytes: num('max-output-bytes'),
       extraReadOnly: pathList(values['read-only'] as string[] | undefined),
       pythonPath: pathList(values.pythonpath as string[] | undefined),
+      networkPerCall: onOff('network-per-call', str('network-per-call')),
     }).filter(([, v]) => v !== undefined),
   );
   const command = positionals[0];
@@ -84,6 +85,13 @@ export async function main(argv: string[]): Promise<void> {
 /** Repeated flags, each a PATH-style list (`a:b`), into one list; undefined when the flag is absent. */
 function pathList(values: string[] | undefined): string[] | undefined {
   return values?.flatMap((v) => v.split(':')).filter(Boolean);
+}
+
+/** An on|off flag, or a clear error naming it. */
+function onOff(flag: string, v: string | undefined): boolean | undefined {
+  if (v === undefined) return undefined;
+  if (v === 'on' || v === 'off') return v === 'on';
+  throw new ExecutorError('INVALID_CONFIG', `--${flag} takes on or off; got ${JSON.stringify(v)}`);
 }
 
 /** A positive integer flag, or a clear error naming it. */

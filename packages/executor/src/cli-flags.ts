@@ -87,6 +87,12 @@ export const EXECUTOR_FLAGS: readonly ExecutorFlag[] = [
     commands: BOTH,
   },
   {
+    name: 'network-per-call',
+    value: 'on|off',
+    description: "each call in its own network namespace (default on); off shares the server's offline one",
+    commands: BOTH,
+  },
+  {
     name: 'read-only',
     value: 'path[:path...]',
     description: 'host paths exposed read-only at the same path, /tmp ones included (repeatable)',

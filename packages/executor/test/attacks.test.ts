@@ -1,4 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunRequest, RunResult } from '../src/types.js';
@@ -157,3 +160,116 @@ describe.each(MODES)('attacks through the %s executor (issue 23)', (mode) => {
     expect(r).toMatchObject({ status: 'ok', stdout: '[]\n' });
   });
 });
+
+/** A host listener on a unix socket inside `dir`; counts the connections it gets. */
+async function hostListener(
+  dir: string,
+): Promise<{ path: string; connections: () => number; server: Server }> {
+  let n = 0;
+  const path = `${dir}/host.sock`;
+  const server = createServer((c) => {
+    n++;
+    c.end('host secret\n');
+  });
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  chmodSync(path, 0o777);
+  return { path, connections: () => n, server };
+}
+
+// Calls of one fork server sharing its network namespace (networkPerCall off), and host directories exposed
+// read-only (one under /tmp, re-bound into each call's tmpfs; one elsewhere) that hold a host listener's socket
+// and a device node.
+describe.each(MODES)(
+  'unix sockets and devices through the %s executor (issue 23, classes 6 and 4)',
+  (mode) => {
+    let m: RunningMode;
+    const dirs = [mkdtempSync('/tmp/agentrl-expose-'), mkdtempSync('/var/tmp/agentrl-expose-')];
+    const listeners: Awaited<ReturnType<typeof hostListener>>[] = [];
+    beforeAll(async () => {
+      for (const d of dirs) {
+        chmodSync(d, 0o755);
+        listeners.push(await hostListener(d));
+        execFileSync('mknod', ['-m', '666', `${d}/null`, 'c', '1', '3']);
+      }
+      m = await startMode(mode, { ...POOL, networkPerCall: false, readOnly: dirs });
+    }, 60_000);
+    afterAll(async () => {
+      await m?.stop();
+      for (const l of listeners) l.server.close();
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    });
+
+    it('class 6: calls cannot hand each other descriptors over an abstract socket', async () => {
+      const name = `agentrl-pass-${randomBytes(4).toString('hex')}`;
+      const owner = m.ex.run({
+        code: [
+          'import os, socket',
+          'r, w = os.pipe()',
+          'try:',
+          '    s = socket.socket(socket.AF_UNIX)',
+          `    s.bind("\\0${name}"); s.listen(); s.settimeout(2)`,
+          '    c, _ = s.accept()',
+          '    socket.send_fds(c, [b"x"], [w])',
+          '    print("sent")',
+          'except OSError as e:',
+          '    print(type(e).__name__)',
+        ].join('\n'),
+      });
+      await sleep(300);
+      const thief = await m.ex.run({
+        code: [
+          'import socket',
+          'for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):',
+          '    try:',
+          '        s = socket.socket(socket.AF_UNIX, kind)',
+          `        s.connect("\\0${name}")`,
+          '        print("connected", socket.recv_fds(s, 1, 1)[1])',
+          '    except OSError as e:',
+          '        print(type(e).__name__)',
+          'try:',
+          '    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)',
+          `    a.sendto(b"x", "\\0${name}")`,
+          '    print("sent by datagram")',
+          'except OSError as e:',
+          '    print(type(e).__name__)',
+        ].join('\n'),
+      });
+      expect(thief).toMatchObject({
+        status: 'ok',
+        stdout: 'PermissionError\nPermissionError\nPermissionError\n',
+      });
+      expect(await owner).toMatchObject({ status: 'ok', stdout: 'PermissionError\n' });
+      // what stays allowed: a connected pair inside one call (asyncio, multiprocessing.Pipe)
+      const pair = await m.ex.run({
+        code: 'import socket\na, b = socket.socketpair()\na.send(b"ok")\nprint(b.recv(2).decode())',
+      });
+      expect(pair).toMatchObject({ status: 'ok', stdout: 'ok\n' });
+    });
+
+    it('class 4: a socket or a device under an exposed path reaches nothing on the host', async () => {
+      const probe = (path: string) =>
+        [
+          'import os, socket',
+          'try:',
+          '    s = socket.socket(socket.AF_UNIX)',
+          `    s.connect("${path}/host.sock")`,
+          '    print(s.recv(100))',
+          'except OSError as e:',
+          '    print(type(e).__name__)',
+          'try:',
+          `    os.open("${path}/null", os.O_RDWR)`,
+          '    print("device opened")',
+          'except OSError as e:',
+          '    print(type(e).__name__)',
+          `print(sorted(os.listdir("${path}")))`,
+        ].join('\n');
+      const results = await beside(m, () => m.ex.runBatch(dirs.map((d) => ({ code: probe(d) }))));
+      for (const r of results)
+        expect(r).toMatchObject({
+          status: 'ok',
+          stdout: "PermissionError\nPermissionError\n['host.sock', 'null']\n",
+        });
+      expect(listeners.map((l) => l.connections())).toEqual([0, 0]);
+    });
+  },
+);

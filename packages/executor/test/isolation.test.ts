@@ -70,7 +70,6 @@ describe('a call cannot reach the other calls of its fork server (issue 14, item
         'import socket, time, os',
         msgget,
         `tcp = socket.socket(); tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); tcp.bind(("127.0.0.1", ${port})); tcp.listen()`,
-        `uds = socket.socket(socket.AF_UNIX); uds.bind("\\0${tag}"); uds.listen()`,
         `assert libc.msgget(${key}, 0o1666) >= 0`,
         `open("/tmp/${tag}", "w").write("secret"); open("/dev/shm/${tag}", "w").write("secret")`,
         'time.sleep(1.2)',
@@ -88,8 +87,8 @@ describe('a call cannot reach the other calls of its fork server (issue 14, item
         '    except OSError as e:',
         '        return type(e).__name__',
         'def uds():',
-        '    s = socket.socket(socket.AF_UNIX)',
         '    try:',
+        '        s = socket.socket(socket.AF_UNIX)',
         `        s.connect("\\0${tag}"); return "connected"`,
         '    except OSError as e:',
         '        return type(e).__name__',
@@ -99,11 +98,12 @@ describe('a call cannot reach the other calls of its fork server (issue 14, item
     expect(await owner).toMatchObject({ status: 'ok', stdout: 'owner done\n' });
     expect(probe).toMatchObject({
       status: 'ok',
-      stdout: 'ConnectionRefusedError ConnectionRefusedError False False False\n',
+      // no call may open a unix socket at all (issue 23, classes 4 and 6): the seccomp filter refuses it
+      stdout: 'ConnectionRefusedError PermissionError False False False\n',
     });
   });
 
-  it("networkPerCall: false shares the fork server's (offline) network namespace between calls", async () => {
+  it("networkPerCall: false shares the fork server's (offline) network namespace, not unix sockets", async () => {
     const shared = await new EmbeddedPool({
       servers: 1,
       preload: [],
@@ -111,15 +111,16 @@ describe('a call cannot reach the other calls of its fork server (issue 14, item
       networkPerCall: false,
     }).start();
     try {
-      const tag = `agentrl-shared-${process.pid}-${Date.now()}`;
+      const port = 20_000 + ((process.pid + 7) % 20_000);
       const owner = shared.run({
-        code: `import socket, time\ns = socket.socket(socket.AF_UNIX); s.bind("\\0${tag}"); s.listen()\ntime.sleep(1)`,
+        code: `import socket, time\ns = socket.socket(); s.bind(("127.0.0.1", ${port})); s.listen()\ntime.sleep(1)`,
       });
       await sleep(400);
       const probe = await shared.run({
-        code: `import socket\ns = socket.socket(socket.AF_UNIX); s.connect("\\0${tag}"); print("connected")`,
+        code: `import socket\nsocket.create_connection(("127.0.0.1", ${port})); print("connected")\nsocket.socket(socket.AF_UNIX)`,
       });
-      expect(probe).toMatchObject({ status: 'ok', stdout: 'connected\n' });
+      expect(probe.stdout).toBe('connected\n');
+      expect(probe.stderr).toContain('PermissionError: [Errno 13] Permission denied');
       expect((await owner).status).toBe('ok');
     } finally {
       await shared.close();
@@ -148,6 +149,7 @@ describe('a call cannot reach the other calls of its fork server (issue 14, item
       fresh = descendantsOf([server as number]).filter((p) => !before.has(p));
     }
     expect(fresh).toHaveLength(1); // the call's pid 1 (it starts no process of its own)
+    await sleep(300); // past its setup: it has printed "up" (a kill during setup would race the print)
     process.kill(fresh[0] as number, 'SIGKILL'); // what the host's OOM killer or an operator would do
     const r = await call;
     expect(r).toMatchObject({ status: 'sandbox_error', signal: 'SIGKILL', stdout: 'up\n' });

@@ -36,7 +36,7 @@ function flags(p: ModePool): string[] {
   const out = ['--servers', '1', '--preload', '', '--concurrency', String(p.concurrency)];
   out.push('--timeout-ms', String(p.timeoutMs), '--memory-mb', String(p.memoryMb));
   if (p.maxOutputBytes !== undefined) out.push('--max-output-bytes', String(p.maxOutputBytes));
-  if (p.networkPerCall === false) out.push('--no-network-per-call');
+  if (p.networkPerCall === false) out.push('--network-per-call', 'off');
   for (const path of p.readOnly ?? []) out.push('--read-only', path);
   return out;
 }
