@@ -5,8 +5,12 @@
  * the baseline-free capacity) of (a) print(sum(range(1000))) and (b) a sympy snippet, for the embedded pool,
  * the HTTP server and the Redis path, each beside a baseline that starts a fresh python3 per call (the
  * reference's design), measured in the same run. Writes bench-results/executor.json.
+ *
+ * With AGENTRL_BENCH_BEFORE=<a checkout of packages/executor> it also runs that version's embedded pool
+ * beside this one, in alternating rounds of the same run, on (a), (b) and (c) a call that computes for about
+ * 300 ms (long enough for the per-call memory cap to measure it many times): `beforeAfter` in the JSON.
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
@@ -26,6 +30,9 @@ const SNIPPETS = {
   b: 'import sympy as sp\nx = sp.Symbol("x")\nprint(sp.factor(x**4 - 1), sp.solve(x**2 - 2, x), sp.diff(sp.sin(x) * x, x))',
 };
 const QUICK = process.env.AGENTRL_BENCH_QUICK === '1';
+const BEFORE = process.env.AGENTRL_BENCH_BEFORE;
+/** (c): about 300 ms of computing, so that the per-call memory cap samples it about 15 times. */
+const LONG = 'print(sum(i * i for i in range(3_000_000)))';
 const N = { a: QUICK ? 100 : 300, b: QUICK ? 20 : 40 };
 const ROUNDS = QUICK ? 1 : 3;
 const cores = availableParallelism();
@@ -232,9 +239,50 @@ async function measureSteady(modes: Modes, results: Record<string, unknown>, log
   };
 }
 
+/**
+ * This version's embedded pool beside the one in `beforeDir` (default options both), rounds alternating
+ * which goes first; medians over rounds.
+ */
+async function measureBeforeAfter(beforeDir: string, results: Record<string, unknown>): Promise<void> {
+  const mod = (await import(resolve(beforeDir, 'src/embedded-pool.ts'))) as {
+    EmbeddedPool: typeof EmbeddedPool;
+  };
+  const pools: [string, Executor][] = [
+    ['before', await new mod.EmbeddedPool({}).start()],
+    ['after', await new EmbeddedPool({}).start()],
+  ];
+  const out: Record<string, Record<string, Figures>> = {};
+  try {
+    for (const [, ex] of pools) await throughput(ex, SNIPPETS.a, 20);
+    for (const [key, code, n] of [
+      ['a', SNIPPETS.a, N.a],
+      ['b', SNIPPETS.b, N.b],
+      ['c', LONG, QUICK ? 8 : 16],
+    ] as const) {
+      const rounds: Record<string, Figures[]> = { before: [], after: [] };
+      for (let round = 0; round < Math.max(3, ROUNDS); round++) {
+        const order = round % 2 === 0 ? pools : [...pools].reverse();
+        for (const [name, ex] of order) rounds[name]?.push(await throughput(ex, code, n));
+      }
+      out[key] = {};
+      for (const [name] of pools) {
+        const f = medianFigures(rounds[name] as Figures[]);
+        (out[key] as Record<string, Figures>)[name] = f;
+        console.log(
+          `${`${key} embedded ${name}`.padEnd(34)} ${String(f.callsPerSec).padStart(8)} calls/s  p50 ${String(f.p50Ms).padStart(8)} ms  p99 ${String(f.p99Ms).padStart(8)} ms  ok ${f.ok}/${f.n}`,
+        );
+      }
+    }
+  } finally {
+    for (const [, ex] of pools) await ex.close();
+  }
+  results.beforeAfter = { before: beforeDir, ...out };
+}
+
 function writeResults(results: Record<string, unknown>): void {
   const out = {
     package: '@agentrl/executor',
+    commit: gitCommit(),
     date: new Date().toISOString(),
     machine: {
       cores,
@@ -265,6 +313,7 @@ async function main() {
       ? { ...f, speedupVsBaseline: Math.round((f.callsPerSec / base.callsPerSec) * 10) / 10 }
       : f;
   };
+  if (BEFORE) await measureBeforeAfter(BEFORE, results);
   const { modes, close } = await startModes();
   try {
     for (const [, ex] of modes) await throughput(ex, SNIPPETS.a, 20); // warm connections and caches
@@ -274,6 +323,14 @@ async function main() {
     await close();
   }
   writeResults(results);
+}
+
+function gitCommit(): string | undefined {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    return undefined;
+  }
 }
 
 await main();
