@@ -91,10 +91,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   });
 
   app.post('/v1/run', async (req, reply) => {
-    const body = req.body;
-    checkRequest(body);
+    checkRequest(req.body); // a single call: a malformed one is the request's fault, 400
     if (!admit(1, reply, FULL)) return reply;
-    return (await runAll([body], reply))[0];
+    return (await runAll([req.body], reply))[0];
   });
   app.post('/v1/run-batch', async (req, reply) => {
     const { requests } = BatchSchema.parse(req.body);
