@@ -273,10 +273,34 @@ async function measureBeforeAfter(beforeDir: string, results: Record<string, unk
         );
       }
     }
+    out.steady = await steadyBeforeAfter(pools, (out.a?.before as Figures).callsPerSec);
   } finally {
     for (const [, ex] of pools) await ex.close();
   }
   results.beforeAfter = { before: beforeDir, ...out };
+}
+
+/** Per-call latency of (a) at a third of the before pool's capacity, rounds alternating; medians. */
+async function steadyBeforeAfter(
+  pools: [string, Executor][],
+  capacity: number,
+): Promise<Record<string, Figures>> {
+  const rate = Math.max(5, Math.round(capacity / 3));
+  const rounds: Record<string, Figures[]> = { before: [], after: [] };
+  for (let round = 0; round < Math.max(3, ROUNDS); round++) {
+    const order = round % 2 === 0 ? pools : [...pools].reverse();
+    for (const [name, ex] of order)
+      rounds[name]?.push(await steadyLatency(viaExecutor(ex), SNIPPETS.a, rate, QUICK ? 2 : 3));
+  }
+  const out: Record<string, Figures> = {};
+  for (const [name] of pools) {
+    const f = medianFigures(rounds[name] as Figures[]);
+    out[name] = f;
+    console.log(
+      `${`a steady embedded ${name} @${rate}/s`.padEnd(34)} ${String(f.callsPerSec).padStart(8)} calls/s  p50 ${String(f.p50Ms).padStart(8)} ms  p99 ${String(f.p99Ms).padStart(8)} ms  ok ${f.ok}/${f.n}`,
+    );
+  }
+  return out;
 }
 
 function writeResults(results: Record<string, unknown>): void {
