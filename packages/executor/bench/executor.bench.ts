@@ -273,7 +273,8 @@ async function measureBeforeAfter(beforeDir: string, results: Record<string, unk
         );
       }
     }
-    out.steady = await steadyBeforeAfter(pools, (out.a?.before as Figures).callsPerSec);
+    const a = out.a as Record<string, Figures>;
+    out.steady = await steadyBeforeAfter(pools, (a.before as Figures).callsPerSec);
   } finally {
     for (const [, ex] of pools) await ex.close();
   }
