@@ -177,8 +177,8 @@ async function hostListener(
 }
 
 // Calls of one fork server sharing its network namespace (networkPerCall off), and host directories exposed
-// read-only (one under /tmp, re-bound into each call's tmpfs; one elsewhere) that hold a host listener's socket
-// and a device node.
+// read-only (one under /tmp with --read-only, re-bound into each call's tmpfs; one elsewhere with --pythonpath)
+// that hold a host listener's socket and a device node.
 describe.each(MODES)(
   'unix sockets and devices through the %s executor (issue 23, classes 6 and 4)',
   (mode) => {
@@ -191,7 +191,12 @@ describe.each(MODES)(
         listeners.push(await hostListener(d));
         execFileSync('mknod', ['-m', '666', `${d}/null`, 'c', '1', '3']);
       }
-      m = await startMode(mode, { ...POOL, networkPerCall: false, readOnly: dirs });
+      m = await startMode(mode, {
+        ...POOL,
+        networkPerCall: false,
+        readOnly: [dirs[0] as string],
+        pythonPath: [dirs[1] as string],
+      });
     }, 60_000);
     afterAll(async () => {
       await m?.stop();

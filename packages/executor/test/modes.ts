@@ -20,6 +20,7 @@ export interface ModePool {
   maxOutputBytes?: number;
   networkPerCall?: boolean;
   readOnly?: string[];
+  pythonPath?: string[];
 }
 
 export interface RunningMode {
@@ -38,6 +39,7 @@ function flags(p: ModePool): string[] {
   if (p.maxOutputBytes !== undefined) out.push('--max-output-bytes', String(p.maxOutputBytes));
   if (p.networkPerCall === false) out.push('--network-per-call', 'off');
   for (const path of p.readOnly ?? []) out.push('--read-only', path);
+  for (const path of p.pythonPath ?? []) out.push('--pythonpath', path);
   return out;
 }
 
@@ -83,6 +85,7 @@ export async function startMode(name: ModeName, p: ModePool): Promise<RunningMod
       ...(p.maxOutputBytes !== undefined && { maxOutputBytes: p.maxOutputBytes }),
       ...(p.networkPerCall !== undefined && { networkPerCall: p.networkPerCall }),
       extraReadOnly: p.readOnly ?? [],
+      pythonPath: p.pythonPath ?? [],
     }).start();
     const roots = () => pool.serverPids.filter((x): x is number => x !== undefined);
     return { name, ex: pool, forkServers: () => forkServerPythons(roots()), stop: () => pool.close() };
