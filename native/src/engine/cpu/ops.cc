@@ -22,6 +22,7 @@
 #endif
 
 namespace agentrl::engine::cpu {
+AGENTRL_ISA_BEGIN
 
 void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps) {
 #pragma omp parallel for schedule(static) if (rows * n > 32768)
@@ -364,4 +365,5 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
   RunChunks(chunks, threads, CachedAttentionChunk, &a);
 }
 
+AGENTRL_ISA_END
 }  // namespace agentrl::engine::cpu

@@ -2,7 +2,16 @@
 #pragma once
 #include <cstdint>
 
+#include "engine/cpu/isa.h"
+
 namespace agentrl::engine::cpu {
+
+struct AttnShape {
+  int heads, kv_heads, head_dim;
+  float scale;
+};
+
+AGENTRL_ISA_BEGIN
 
 // y[t] = x[t] * rstd[t] * w, rstd[t] = 1 / sqrt(mean(x[t]^2) + eps); rows of width n.
 void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps);
@@ -14,11 +23,6 @@ void RmsNormBackward(const float* x, const float* w, const float* rstd, const fl
 // rotate_half convention; inverse rotates by -angle (the backward of the rotation).
 void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, const float* cos_table,
           const float* sin_table, bool inverse);
-
-struct AttnShape {
-  int heads, kv_heads, head_dim;
-  float scale;
-};
 
 // Causal attention inside each packed sequence [cu[s], cu[s+1]). q: [T, heads*d], k,v: [T, kv*d];
 // out: [T, heads*d]; lse: [heads, T] (log-sum-exp of each score row, for the backward).
@@ -37,4 +41,5 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
                      const float* const* k_cache_t, const int32_t* cache_cap, const float* const* v_cache,
                      const AttnShape& s);
 
+AGENTRL_ISA_END
 }  // namespace agentrl::engine::cpu

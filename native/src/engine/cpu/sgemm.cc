@@ -21,6 +21,7 @@
 #endif
 
 namespace agentrl::engine::cpu {
+AGENTRL_ISA_BEGIN
 namespace {
 
 constexpr int kMr = 12;
@@ -421,4 +422,5 @@ void SgemmSmallM(bool trans_a, bool trans_b, int m, int n, int k, float alpha, c
   SgemmThreads(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true);
 }
 
+AGENTRL_ISA_END
 }  // namespace agentrl::engine::cpu

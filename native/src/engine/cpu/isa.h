@@ -1,0 +1,19 @@
+// The engine's SIMD-bearing CPU kernels are compiled once per ISA level (native/CMakeLists.txt:
+// avx512, avx2, portable), each compile with AGENTRL_CPU_ISA=<level>. Their headers declare the
+// kernels between AGENTRL_ISA_BEGIN and AGENTRL_ISA_END, which in those compiles open the inner
+// namespace isa_<level>: the three copies link side by side, and a kernel's calls to another
+// kernel (PanelGemm to Sgemm, attention to SgemmSerial) stay on its own level. Everywhere else
+// (AGENTRL_CPU_ISA unset) the macros are empty and the same names are the dispatcher's
+// (dispatch.cc), which forwards each call to the level chosen at load time (cpu_kernels.h).
+#pragma once
+
+#if defined(AGENTRL_CPU_ISA)
+#define AGENTRL_ISA_CAT_(a, b) a##b
+#define AGENTRL_ISA_CAT(a, b) AGENTRL_ISA_CAT_(a, b)
+#define AGENTRL_ISA_NS AGENTRL_ISA_CAT(isa_, AGENTRL_CPU_ISA)
+#define AGENTRL_ISA_BEGIN namespace AGENTRL_ISA_NS {
+#define AGENTRL_ISA_END }
+#else
+#define AGENTRL_ISA_BEGIN
+#define AGENTRL_ISA_END
+#endif
