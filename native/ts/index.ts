@@ -207,7 +207,9 @@ export function cpuKernels(): CpuKernelsInfo {
  */
 export function setCpuKernels(path: CpuKernelPath): CpuKernelsInfo {
   if (typeof path !== 'string') {
-    throw new TypeError(`agentrl: setCpuKernels takes one of ${CPU_KERNEL_PATHS.join(', ')}, not ${typeof path}`);
+    throw new TypeError(
+      `agentrl: setCpuKernels takes one of ${CPU_KERNEL_PATHS.join(', ')}, not ${typeof path}`,
+    );
   }
   return cpuKernelsBinding().select(path);
 }
