@@ -13,6 +13,22 @@
 #define AGENTRL_ISA_NS AGENTRL_ISA_CAT(isa_, AGENTRL_CPU_ISA)
 #define AGENTRL_ISA_BEGIN namespace AGENTRL_ISA_NS {
 #define AGENTRL_ISA_END }
+
+namespace agentrl::engine::cpu {
+AGENTRL_ISA_BEGIN
+// a * b + c as this level's micro-kernels compute it: one rounding where the level has FMA, two
+// (the product, then the sum) on portable x86-64, which has none. Code that must match the GEMMs'
+// bits (cached attention against the training forward) uses this, not std::fma, whose software
+// fallback on portable would round once where the portable GEMM rounds twice.
+inline float MulAdd(float a, float b, float c) {
+#if defined(__FMA__) || defined(__aarch64__)
+  return __builtin_fmaf(a, b, c);
+#else
+  return c + a * b;
+#endif
+}
+AGENTRL_ISA_END
+}  // namespace agentrl::engine::cpu
 #else
 #define AGENTRL_ISA_BEGIN
 #define AGENTRL_ISA_END

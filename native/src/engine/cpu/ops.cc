@@ -298,7 +298,7 @@ void CachedValues(float* p, float inv, const float* v, int ks, int n, int d, flo
       const float pj = p[j];
       const float* vj = v + static_cast<size_t>(j) * ks;
 #pragma omp simd
-      for (int c = 0; c < d; ++c) dst[c] = std::fma(pj, vj[c], dst[c]);
+      for (int c = 0; c < d; ++c) dst[c] = MulAdd(pj, vj[c], dst[c]);
     }
     if (j0 > 0) {
 #pragma omp simd
