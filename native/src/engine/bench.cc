@@ -97,6 +97,35 @@ Napi::Value GemmSeconds(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), times[times.size() / 2]);
 }
 
+// gemm(transA, transB, m, n, k, alpha, a, b, beta, c, smallM) -> c: one product on the active CPU
+// kernel path, operands packed (lda = k or m, ldb = n or k, ldc = n), into c in place. `smallM`
+// takes SgemmSmallM (decode's batch-dependent path) instead of Sgemm. Tests compare each path's
+// products with a float64 reference and with each other through it.
+Napi::Value Gemm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int m = static_cast<int>(BenchInt(info[2], "m", 1, 65536));
+  const int n = static_cast<int>(BenchInt(info[3], "n", 1, 65536));
+  const int k = static_cast<int>(BenchInt(info[4], "k", 1, 65536));
+  const bool ta = info[0].ToBoolean(), tb = info[1].ToBoolean();
+  if (!info[5].IsNumber() || !info[8].IsNumber()) BenchFail(env, "gemm alpha and beta must be numbers");
+  const float alpha = info[5].As<Napi::Number>().FloatValue(), beta = info[8].As<Napi::Number>().FloatValue();
+  auto floats = [&](int i, const char* what, double want) {
+    if (!info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+      BenchFail(env, std::string("gemm ") + what + " must be a Float32Array");
+    Napi::Float32Array arr = info[i].As<Napi::Float32Array>();
+    if (static_cast<double>(arr.ElementLength()) != want)
+      BenchFail(env, std::string("gemm ") + what + " must have " + std::to_string(static_cast<int64_t>(want)) +
+                         " elements, not " + std::to_string(arr.ElementLength()));
+    return arr.Data();
+  };
+  const float* a = floats(6, "a", static_cast<double>(m) * k);
+  const float* b = floats(7, "b", static_cast<double>(k) * n);
+  float* c = floats(9, "c", static_cast<double>(m) * n);
+  (info[10].ToBoolean() ? cpu::SgemmSmallM : cpu::Sgemm)(ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta,
+                                                          c, n);
+  return info[9];
+}
+
 // copyGBps(megabytes, reps) -> { gbps, threads }: the machine's copy bandwidth (STREAM convention:
 // bytes read + bytes written per second), each OpenMP thread copying its own slice of a buffer far
 // larger than the caches, the median of `reps` passes.
@@ -140,6 +169,7 @@ Napi::Value CopyGBps(const Napi::CallbackInfo& info) {
 void InitEngineBench(Napi::Env env, Napi::Object exports) {
   exports.Set("peakGflops", Napi::Function::New(env, PeakGflops, "peakGflops"));
   exports.Set("gemmSeconds", Napi::Function::New(env, GemmSeconds, "gemmSeconds"));
+  exports.Set("gemm", Napi::Function::New(env, Gemm, "gemm"));
   exports.Set("copyGBps", Napi::Function::New(env, CopyGBps, "copyGBps"));
 }
 

@@ -1,6 +1,6 @@
 // The CPU kernel paths (avx512 / avx2 / portable, chosen at load time: @agentrl/native cpuKernels)
-// against each other, the path switch and its environment override. The oracle and batch-invariance
-// tests run once per path themselves (describeEachCpuKernelPath).
+// against each other, the path switch and its environment override. The oracle, batch-invariance and
+// SGEMM tests run once per path themselves (describeEachCpuKernelPath).
 import { spawnSync } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,18 +14,11 @@ import {
 import { afterAll, describe, expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import { createModel } from '../src/model.js';
-import { rel, tinyConfig } from './helpers.js';
+import { notExercised, rel, tinyConfig } from './helpers.js';
 
 const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const initial = cpuKernels();
 afterAll(() => setCpuKernels(initial.active));
-
-const notExercised = (path: CpuKernelPath) =>
-  initial.supported.includes(path)
-    ? ''
-    : initial.compiled.includes(path)
-      ? ' (not supported by this CPU: not exercised)'
-      : ' (not compiled into this addon: not exercised)';
 
 // K = 300 > 256 (two k-blocks in the down projection and in P V of the 300-token sequence), widths
 // that are not whole panels, GQA and q/k norm: every edge of the products.
@@ -157,7 +150,7 @@ describe('CPU kernel paths', () => {
 
     const both = notExercised('avx512') || notExercised('avx2');
     it.skipIf(both !== '')(
-      `avx512 against avx2: the same within 2e-5 (their products are bitwise equal, see @agentrl/kernels' fused-linear test; the norms' and dot products' vectorised sums are grouped by vector width)${both}`,
+      `avx512 against avx2: the same within 2e-5 (their products are bit-identical, see sgemm-paths.test.ts; the norms' and dot products' vectorised sums are grouped by vector width)${both}`,
       () => {
         const a = outputsOn('avx512');
         const b = outputsOn('avx2');

@@ -23,19 +23,21 @@ export function rel(a: ArrayLike<number>, b: ArrayLike<number>, floor = 1e-12): 
   return num / den;
 }
 
+/** Why `path` will not run here (for a skipped test's title), or '' when it will. */
+export function notExercised(path: CpuKernelPath): string {
+  const { compiled, supported } = cpuKernels();
+  if (!compiled.includes(path)) return ': not compiled into this addon, not exercised';
+  return supported.includes(path) ? '' : ': not supported by this CPU, not exercised';
+}
+
 /**
  * One describe block per CPU kernel path (avx512, avx2, portable: see @agentrl/native cpuKernels),
  * with that path active for its tests. A path this machine cannot run stays in the output as a
  * skipped block whose title says it was not exercised.
  */
 export function describeEachCpuKernelPath(title: string, body: (path: CpuKernelPath) => void): void {
-  const { compiled, supported } = cpuKernels();
   for (const path of CPU_KERNEL_PATHS) {
-    const why = !compiled.includes(path)
-      ? ': not compiled into this addon, not exercised'
-      : !supported.includes(path)
-        ? ': not supported by this CPU, not exercised'
-        : '';
+    const why = notExercised(path);
     describe.skipIf(why !== '')(`${title} [${path} CPU kernels${why}]`, () => {
       let before: CpuKernelPath | undefined;
       beforeAll(() => {

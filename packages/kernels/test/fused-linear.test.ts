@@ -63,14 +63,14 @@ describe('fused-linear CPU kernel on each CPU kernel path against the others', (
 
   const both = notExercised('avx512') || notExercised('avx2');
   it.skipIf(both !== '')(
-    `avx512 and avx2 give bit-identical results (their SGEMM micro-kernels run the same FMA chain per element)${both}`,
+    `avx512 within 1e-5 of avx2 (bit-identical products, @agentrl/engine's sgemm-paths test; the row sums' vectorised reductions are grouped by vector width)${both}`,
     () => {
       const a = on('avx512');
       const b = on('avx2');
-      expect(a.loss).toBe(b.loss);
-      expect(same(a.logprobs, b.logprobs)).toBe(true);
-      expect(same(a.dHidden, b.dHidden)).toBe(true);
-      expect(same(a.dWeight, b.dWeight)).toBe(true);
+      expect(Math.abs(a.loss - b.loss)).toBeLessThan(1e-6 * Math.max(1, Math.abs(b.loss)));
+      expect(relMaxError(a.logprobs, b.logprobs)).toBeLessThan(1e-5);
+      expect(relMaxError(a.dHidden, b.dHidden)).toBeLessThan(1e-5);
+      expect(relMaxError(a.dWeight, b.dWeight)).toBeLessThan(1e-5);
     },
   );
 

@@ -1,4 +1,5 @@
-// The public kernel names (sgemm.h, panel_gemm.h, ops.h), compiled at the build's baseline: each
+// The public kernel names (sgemm.h, panel_gemm.h, ops.h, and kernels/policy_loss.h's CPU entry
+// points), compiled at the build's baseline: each
 // forwards through the table of the active ISA level. Levels are chosen by CPUID through the
 // compiler's __builtin_cpu_supports, which also asks the OS (XGETBV) whether it saves the AVX and
 // AVX-512 register state: libgcc 12's __cpu_indicator_init reports avx* only when XCR0 has the
@@ -16,6 +17,7 @@
 #include "engine/cpu/ops.h"
 #include "engine/cpu/panel_gemm.h"
 #include "engine/cpu/sgemm.h"
+#include "kernels/policy_loss.h"
 
 namespace agentrl::engine::cpu {
 namespace isa_portable {
@@ -206,4 +208,25 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
   Active().attention_cached(q, out, seq_of, pos, total, k_cache_t, cache_cap, v_cache, s);
 }
 
+void AdamWUpdate(float* p, float* m, float* v, const float* g, size_t begin, size_t end, float grad_scale, float beta1,
+                 float beta2, float step_size, float bc2_sqrt, float eps, float decay) {
+  Active().adamw_update(p, m, v, g, begin, end, grad_scale, beta1, beta2, step_size, bc2_sqrt, eps, decay);
+}
+
 }  // namespace agentrl::engine::cpu
+
+namespace agentrl::kernels {
+
+Metrics PolicyLossCpu(const LossConfig& c, const TokenInputs& in, const float* logits, int64_t V, float* dlogits,
+                      float* logp_out, float* entropy_out) {
+  return engine::cpu::ActiveKernels().policy_loss(c, in, logits, V, dlogits, logp_out, entropy_out);
+}
+
+Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* hidden, const float* weight, int64_t H,
+                       int64_t V, float* dhidden, float* dweight, float* logp_out, int64_t* workspace_bytes,
+                       bool accumulate_dweight) {
+  return engine::cpu::ActiveKernels().fused_linear(c, in, hidden, weight, H, V, dhidden, dweight, logp_out,
+                                                   workspace_bytes, accumulate_dweight);
+}
+
+}  // namespace agentrl::kernels

@@ -14,6 +14,13 @@
 #define AGENTRL_ISA_BEGIN namespace AGENTRL_ISA_NS {
 #define AGENTRL_ISA_END }
 
+// In a level's compile only that level's kernels are declared, so `engine::cpu::SgemmSerial` (the
+// kernels' fused-linear loss calls it so) finds this level's through the using-directive.
+namespace agentrl::engine::cpu {
+namespace AGENTRL_ISA_NS {}
+using namespace AGENTRL_ISA_NS;
+}  // namespace agentrl::engine::cpu
+
 namespace agentrl::engine::cpu {
 AGENTRL_ISA_BEGIN
 // a * b + c as this level's micro-kernels compute it: one rounding where the level has FMA, two

@@ -4,6 +4,7 @@
 #include "engine/cpu/ops.h"
 #include "engine/cpu/panel_gemm.h"
 #include "engine/cpu/sgemm.h"
+#include "kernels/policy_loss.h"
 
 namespace agentrl::engine::cpu {
 AGENTRL_ISA_BEGIN
@@ -26,6 +27,9 @@ const KernelTable& Kernels() {
                                  AttentionForward,
                                  AttentionBackward,
                                  AttentionCached,
+                                 AdamWUpdate,
+                                 kernels::AGENTRL_ISA_NS::PolicyLossCpu,
+                                 kernels::AGENTRL_ISA_NS::FusedLinearCpu,
                                  PeakFma};
   return table;
 }

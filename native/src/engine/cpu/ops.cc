@@ -91,6 +91,17 @@ void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, 
   }
 }
 
+void AdamWUpdate(float* p, float* m, float* v, const float* g, size_t begin, size_t end, float grad_scale, float beta1,
+                 float beta2, float step_size, float bc2_sqrt, float eps, float decay) {
+#pragma omp parallel for schedule(static) if (end - begin > 65536)
+  for (size_t i = begin; i < end; ++i) {
+    const float gi = g[i] * grad_scale;
+    m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
+    v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+    p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) / bc2_sqrt + eps);
+  }
+}
+
 namespace {
 
 // row[j] = exp(row[j] - max(row)) for j < n; returns their sum (and the max in *max_out). The

@@ -1,5 +1,6 @@
 // Element-wise and attention kernels of the engine's CPU backend. All tensors are row-major fp32.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "engine/cpu/isa.h"
@@ -23,6 +24,12 @@ void RmsNormBackward(const float* x, const float* w, const float* rstd, const fl
 // rotate_half convention; inverse rotates by -angle (the backward of the rotation).
 void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, const float* cos_table,
           const float* sin_table, bool inverse);
+
+// One AdamW update of elements [begin, end): m, v the moments, p *= decay then p -= step_size * m /
+// (sqrt(v) / bc2_sqrt + eps), on g * grad_scale. Element-wise, so the result does not depend on the
+// thread count; `c + a * b` is one FMA on the avx2 and avx512 levels (as under -march=native before).
+void AdamWUpdate(float* p, float* m, float* v, const float* g, size_t begin, size_t end, float grad_scale, float beta1,
+                 float beta2, float step_size, float bc2_sqrt, float eps, float decay);
 
 // Causal attention inside each packed sequence [cu[s], cu[s+1]). q: [T, heads*d], k,v: [T, kv*d];
 // out: [T, heads*d]; lse: [heads, T] (log-sum-exp of each score row, for the backward).
