@@ -3,7 +3,7 @@
 // old -march=native addon too (AGENTRL_NATIVE_PATH=...; it has no path switch and is reported as
 // `native`) to compare a dispatched path with the build it replaced:
 //   pnpm --filter @agentrl/engine exec vitest run --config bench/vitest.config.ts bench/cpu-kernels.bench-run.ts
-// CPU_KERNELS_BENCH_PATHS=avx2,portable limits the paths; decode rates are always by the wall clock. Writes bench-results/cpu-kernels-<label>.json
+// CPU_KERNELS_BENCH_PATHS=avx2,portable limits the paths. Writes bench-results/cpu-kernels-<label>.json
 // (label: CPU_KERNELS_BENCH_LABEL, default `dispatch`).
 import { execSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -70,9 +70,13 @@ function adamwSeconds(model: Model, reps: number): number {
   return median(Array.from({ length: reps }, (_, i) => step(i + 1)));
 }
 
+/** Decode tokens per second (by the CPU clock: per CPU second of the whole process), median of 3. */
 async function decodeTokensPerS(model: Model, batch: number, tokens: number): Promise<number> {
   const out: number[] = [];
-  for (let r = 0; r < 3; r++) out.push((await decodeRun(model, batch, tokens, true)).decodeTokensPerS);
+  for (let r = 0; r < 3; r++) {
+    const run = await decodeRun(model, batch, tokens, true);
+    out.push(cpuClock ? (batch * 1000) / run.decodeCpuMsPerStep : run.decodeTokensPerS);
+  }
   return median(out);
 }
 
