@@ -60,13 +60,13 @@ const OPERATION_SYMBOLS: Record<NativeOperation, string[]> = {
   engineDecode: ['agentrl_engine_extend', 'agentrl_engine_sample'],
 };
 
-function operationsOf(b: RawBackendInfo): Record<NativeOperation, NativeOperationInfo> {
+function operationsOf(b: RawBackendInfo, cpuDetail: string): Record<NativeOperation, NativeOperationInfo> {
   const out = {} as Record<NativeOperation, NativeOperationInfo>;
   const symbols = b.symbols ?? [];
   for (const op of NATIVE_OPERATIONS) {
     const missing = OPERATION_SYMBOLS[op].filter((s) => !symbols.includes(s));
     if (b.name === 'cpu') {
-      out[op] = { runnable: true, detail: 'CPU kernels' };
+      out[op] = { runnable: true, detail: cpuDetail };
     } else if (!b.compiled || (!b.runnable && symbols.length === 0)) {
       out[op] = { runnable: false, detail: b.detail };
     } else if (missing.length > 0) {
@@ -117,6 +117,8 @@ export function loadNative(): NativeAddon {
       cached = require(path) as NativeAddon;
       return cached;
     } catch (err) {
+      // A bad AGENTRL_CPU_KERNELS: the addon is fine, the message says what to set.
+      if ((err as { code?: unknown }).code === 'CPU_KERNELS_UNAVAILABLE') throw err;
       failures.push(`${path}: ${(err as Error).message}`);
     }
   }
@@ -132,17 +134,82 @@ export function loadNative(): NativeAddon {
   );
 }
 
-let backendsCache: NativeBackendInfo[] | undefined;
+let backendsCache: RawBackendInfo[] | undefined;
 
 /**
  * What the native addon was compiled with and what can run on this machine, e.g. on a CI box with
  * nvcc but no GPU: `{ name: 'cuda', compiled: true, runnable: false, detail: '... no usable device ...' }`.
- * Probing a GPU runtime happens once per process.
+ * The cpu entry's detail names the active CPU kernel path (see cpuKernels()). Probing a GPU runtime
+ * happens once per process.
  */
 export function listBackends(): NativeBackendInfo[] {
-  backendsCache ??= (loadNative().backends() as RawBackendInfo[]).map((raw) => {
+  const addon = loadNative();
+  backendsCache ??= addon.backends() as RawBackendInfo[];
+  const kernels = (addon.cpuKernels as CpuKernelsBinding | undefined)?.info();
+  const cpuDetail = kernels
+    ? `CPU kernels: ${kernels.active} (this CPU runs ${kernels.supported.join(', ')})`
+    : 'CPU kernels: built for this machine only (-march=native)';
+  return backendsCache.map((raw) => {
     const { symbols: _symbols, ...b } = raw;
-    return { ...b, operations: operationsOf(raw) };
+    const detail = b.name === 'cpu' ? `${b.detail}; ${cpuDetail}` : b.detail;
+    return { ...b, detail, operations: operationsOf(raw, cpuDetail) };
   });
-  return backendsCache.map((b) => ({ ...b, operations: { ...b.operations } }));
+}
+
+/**
+ * ISA levels of the engine's CPU kernels (GEMMs, norms, RoPE, attention), best first: `avx512`
+ * (AVX-512 F/BW/DQ/VL + the avx2 set), `avx2` (AVX2, FMA, F16C, BMI1/2), `portable` (the
+ * architecture's baseline; on x86-64 no FMA, so it rounds products and sums separately). avx512 and
+ * avx2 give the same bits; portable differs from them in the last bits (see native/README.md).
+ */
+export type CpuKernelPath = 'avx512' | 'avx2' | 'portable';
+
+export const CPU_KERNEL_PATHS: readonly CpuKernelPath[] = ['avx512', 'avx2', 'portable'];
+
+/** Which CPU kernel path runs, and which this addon and this CPU offer (best first). */
+export interface CpuKernelsInfo {
+  /** The path every CPU kernel call takes now. */
+  active: CpuKernelPath;
+  /** Paths compiled into this addon that this CPU (and its OS) can run; always ends with `portable`. */
+  supported: CpuKernelPath[];
+  /** Paths compiled into this addon: all three on x86-64, `portable` elsewhere. */
+  compiled: CpuKernelPath[];
+}
+
+interface CpuKernelsBinding {
+  info(): CpuKernelsInfo;
+  select(path: string): CpuKernelsInfo;
+}
+
+function cpuKernelsBinding(): CpuKernelsBinding {
+  const binding = loadNative().cpuKernels as CpuKernelsBinding | undefined;
+  if (!binding) {
+    throw new NativeLoadError(
+      'agentrl: this addon predates CPU kernel dispatch (it has no cpuKernels); rebuild it: `pnpm --filter @agentrl/native build`',
+    );
+  }
+  return binding;
+}
+
+/**
+ * The CPU kernel paths: the best one this CPU runs is active unless `AGENTRL_CPU_KERNELS`
+ * (read when the addon loads) or setCpuKernels() chose another. A bad `AGENTRL_CPU_KERNELS` fails
+ * the addon's load with the valid choices and what this CPU runs.
+ */
+export function cpuKernels(): CpuKernelsInfo {
+  return cpuKernelsBinding().info();
+}
+
+/**
+ * Switches every CPU kernel to `path` (tests run each supported path this way); returns the new
+ * state. Throws, naming the valid choices and what this CPU runs, for a path that is misspelt, not
+ * compiled in, or needs instructions this CPU lacks. Not while another thread runs a kernel.
+ */
+export function setCpuKernels(path: CpuKernelPath): CpuKernelsInfo {
+  if (typeof path !== 'string') {
+    throw new TypeError(
+      `agentrl: setCpuKernels takes one of ${CPU_KERNEL_PATHS.join(', ')}, not ${typeof path}`,
+    );
+  }
+  return cpuKernelsBinding().select(path);
 }

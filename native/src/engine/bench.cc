@@ -1,9 +1,5 @@
 // Microbenchmarks the engine's benchmark reports against: the machine's fp32 FMA peak and the raw
 // SGEMM rate on given shapes, both over the same OpenMP threads the model uses.
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12 reports false "may be used uninitialized" warnings from inside avx512fintrin.h.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <napi.h>
 
 #include <algorithm>
@@ -12,11 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/cpu_kernels.h"
 #include "engine/cpu/sgemm.h"
-
-#if defined(__AVX512F__) || defined(__AVX2__)
-#include <immintrin.h>
-#endif
 #if defined(AGENTRL_HAVE_OPENMP)
 #include <omp.h>
 #endif
@@ -44,42 +37,14 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Independent FMA chains (more than ports x latency) on registers: the FMA-bound ceiling.
-double FmaKernel(long iters) {
-#if defined(__AVX512F__)
-  __m512 acc[16];
-  for (int j = 0; j < 16; ++j) acc[j] = _mm512_set1_ps(0.001f * j);
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (long i = 0; i < iters; ++i) {
-#pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
-  }
-  __m512 s = acc[0];
-  for (int j = 1; j < 16; ++j) s = _mm512_add_ps(s, acc[j]);
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  return out[0];
-#else
-  float acc[16 * 8] = {0};
-  for (long i = 0; i < iters; ++i)
-    for (int j = 0; j < 16 * 8; ++j) acc[j] = acc[j] * 0.999999f + 1e-7f;
-  return acc[0];
-#endif
-}
-
-constexpr double kFlopsPerIter =
-#if defined(__AVX512F__)
-    16 * 16 * 2;
-#else
-    16 * 8 * 2;
-#endif
-
-// peakGflops(iters) -> { gflops, threads, isa }: all threads run the FMA loop at once, timed from a
-// barrier (every worker awake) to the end of the slowest, which is the concurrent ceiling.
+// peakGflops(iters) -> { gflops, threads, isa }: all threads run the active CPU kernel level's FMA
+// loop (cpu/peak_fma.cc) at once, timed from a barrier (every worker awake) to the end of the
+// slowest, which is the concurrent ceiling; `isa` names that level.
 Napi::Value PeakGflops(const Napi::CallbackInfo& info) {
   const long iters = static_cast<long>(BenchInt(info[0], "iters", 1, int64_t{1} << 40));
   int threads = 1;
-  double sink = 0, start = 0, stop = 0;
+  double sink = 0, start = 0, stop = 0, flops = 0;
+  const cpu::KernelTable& kernels = cpu::ActiveKernels();
 #if defined(AGENTRL_HAVE_OPENMP)
 #pragma omp parallel reduction(+ : sink)
   {
@@ -88,26 +53,26 @@ Napi::Value PeakGflops(const Napi::CallbackInfo& info) {
 #pragma omp barrier
 #pragma omp master
     start = Now();
-    sink += FmaKernel(iters);
+    double mine = 0;  // every thread does the same work
+    sink += kernels.peak_fma(iters, &mine);
 #pragma omp barrier
 #pragma omp master
-    stop = Now();
+    {
+      stop = Now();
+      flops = mine;
+    }
   }
 #else
   start = Now();
-  sink += FmaKernel(iters);
+  sink += kernels.peak_fma(iters, &flops);
   stop = Now();
 #endif
-  const double gflops = kFlopsPerIter * iters * threads / (stop - start) / 1e9;
+  const double gflops = flops * threads / (stop - start) / 1e9;
   Napi::Object out = Napi::Object::New(info.Env());
   out.Set("gflops", gflops);
   out.Set("threads", threads);
   out.Set("sink", sink);
-#if defined(__AVX512F__)
-  out.Set("isa", "avx512");
-#else
-  out.Set("isa", "scalar/auto-vectorised");
-#endif
+  out.Set("isa", kernels.name);
   return out;
 }
 
@@ -130,6 +95,35 @@ Napi::Value GemmSeconds(const Napi::CallbackInfo& info) {
   }
   std::sort(times.begin(), times.end());
   return Napi::Number::New(info.Env(), times[times.size() / 2]);
+}
+
+// gemm(transA, transB, m, n, k, alpha, a, b, beta, c, smallM) -> c: one product on the active CPU
+// kernel path, operands packed (lda = k or m, ldb = n or k, ldc = n), into c in place. `smallM`
+// takes SgemmSmallM (decode's batch-dependent path) instead of Sgemm. Tests compare each path's
+// products with a float64 reference and with each other through it.
+Napi::Value Gemm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int m = static_cast<int>(BenchInt(info[2], "m", 1, 65536));
+  const int n = static_cast<int>(BenchInt(info[3], "n", 1, 65536));
+  const int k = static_cast<int>(BenchInt(info[4], "k", 1, 65536));
+  const bool ta = info[0].ToBoolean(), tb = info[1].ToBoolean();
+  if (!info[5].IsNumber() || !info[8].IsNumber()) BenchFail(env, "gemm alpha and beta must be numbers");
+  const float alpha = info[5].As<Napi::Number>().FloatValue(), beta = info[8].As<Napi::Number>().FloatValue();
+  auto floats = [&](int i, const char* what, double want) {
+    if (!info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+      BenchFail(env, std::string("gemm ") + what + " must be a Float32Array");
+    Napi::Float32Array arr = info[i].As<Napi::Float32Array>();
+    if (static_cast<double>(arr.ElementLength()) != want)
+      BenchFail(env, std::string("gemm ") + what + " must have " + std::to_string(static_cast<int64_t>(want)) +
+                         " elements, not " + std::to_string(arr.ElementLength()));
+    return arr.Data();
+  };
+  const float* a = floats(6, "a", static_cast<double>(m) * k);
+  const float* b = floats(7, "b", static_cast<double>(k) * n);
+  float* c = floats(9, "c", static_cast<double>(m) * n);
+  (info[10].ToBoolean() ? cpu::SgemmSmallM : cpu::Sgemm)(ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta,
+                                                          c, n);
+  return info[9];
 }
 
 // copyGBps(megabytes, reps) -> { gbps, threads }: the machine's copy bandwidth (STREAM convention:
@@ -175,6 +169,7 @@ Napi::Value CopyGBps(const Napi::CallbackInfo& info) {
 void InitEngineBench(Napi::Env env, Napi::Object exports) {
   exports.Set("peakGflops", Napi::Function::New(env, PeakGflops, "peakGflops"));
   exports.Set("gemmSeconds", Napi::Function::New(env, GemmSeconds, "gemmSeconds"));
+  exports.Set("gemm", Napi::Function::New(env, Gemm, "gemm"));
   exports.Set("copyGBps", Napi::Function::New(env, CopyGBps, "copyGBps"));
 }
 

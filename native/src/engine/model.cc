@@ -521,14 +521,8 @@ void Model::AdamW(float lr, float beta1, float beta2, float eps, float weight_de
   const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
   for (const auto& t : tensors_) {
     const float decay = t.decay ? 1.0f - lr * weight_decay : 1.0f;
-    const size_t begin = t.offset, end = t.offset + t.numel;
-#pragma omp parallel for schedule(static) if (t.numel > 65536)
-    for (size_t i = begin; i < end; ++i) {
-      const float gi = g[i] * grad_scale;
-      m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
-      v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-      p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) / bc2_sqrt + eps);
-    }
+    cpu::AdamWUpdate(p, m, v, g, t.offset, t.offset + t.numel, grad_scale, beta1, beta2, step_size, bc2_sqrt, eps,
+                     decay);
   }
 }
 

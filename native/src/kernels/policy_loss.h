@@ -2,9 +2,14 @@
 #pragma once
 #include <cstdint>
 
+#include "engine/cpu/isa.h"
 #include "kernels/token_math.h"
 
 namespace agentrl::kernels {
+
+// Compiled once per ISA level with the engine's CPU kernels (engine/cpu/isa.h); these names
+// forward to the active level (kernels/cpu/dispatch.cc).
+AGENTRL_ISA_BEGIN
 
 /**
  * Fused policy loss on [T, V] logits: one streaming pass per row for the log-normaliser and one for
@@ -25,6 +30,8 @@ Metrics PolicyLossCpu(const LossConfig& c, const TokenInputs& in, const float* l
 Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* hidden, const float* weight, int64_t H,
                        int64_t V, float* dhidden, float* dweight, float* logp_out, int64_t* workspace_bytes,
                        bool accumulate_dweight = false);
+
+AGENTRL_ISA_END
 
 /** Multithreaded copy of `n` floats, for the benchmark's bandwidth baseline. */
 void CopyFloats(const float* src, float* dst, int64_t n);

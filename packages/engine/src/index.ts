@@ -1,3 +1,5 @@
+/** Which ISA level of the CPU kernels runs (avx512 / avx2 / portable), and a switch for tests. */
+export { type CpuKernelPath, type CpuKernelsInfo, cpuKernels, setCpuKernels } from '@agentrl/native';
 export { type PackedBatch, packSequences, validateBatch } from './batch.js';
 export {
   hasOptimizerState,

@@ -1,9 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import { createGenerator, type GenerateRequest } from '../src/generator.js';
 import { createModel, type Model } from '../src/model.js';
 import { setEngineThreads } from '../src/native.js';
-import { tinyConfig } from './helpers.js';
+import { describeEachCpuKernelPath, tinyConfig } from './helpers.js';
 
 // K = 300 > 256 (two k-blocks in the down projection), widths that are not whole 16-column panels
 // (vocab 50, intermediate 300), GQA and q/k norm: every path of the products and their edges.
@@ -45,7 +45,7 @@ async function targetAmong(model: Model, count: number, batchInvariant: boolean,
   return out[batch.indexOf(target)];
 }
 
-describe('batch-invariant generation', () => {
+describeEachCpuKernelPath('batch-invariant generation', () => {
   it('scoreLogprobs replaces each recorded logprob by its value on the same hidden state', async () => {
     const seen: number[] = [];
     const [o] = await createGenerator(model, {

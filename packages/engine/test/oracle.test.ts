@@ -1,10 +1,10 @@
 import type * as TF from '@tensorflow/tfjs-core';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import type { ModelConfigInput } from '../src/config.js';
 import { createModel, type Model } from '../src/model.js';
 import { createRng } from '../src/sampling.js';
-import { rel } from './helpers.js';
+import { describeEachCpuKernelPath, rel } from './helpers.js';
 import { referenceCrossEntropy, referenceForward, tf } from './tfjs-reference.js';
 
 await tf.setBackend('cpu');
@@ -75,7 +75,7 @@ const sequences = [
   [3, 30, 20],
 ];
 
-describe('native engine vs an independent tfjs-core model', () => {
+describeEachCpuKernelPath('native engine vs an independent tfjs-core model', () => {
   for (const { name, config } of cases) {
     it(`${name}: logits, loss and every parameter gradient agree`, () => {
       const model = createModel(config, { seed: 7 });

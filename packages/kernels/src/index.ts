@@ -1,3 +1,10 @@
+export {
+  CPU_KERNEL_PATHS,
+  type CpuKernelPath,
+  type CpuKernelsInfo,
+  cpuKernels,
+  setCpuKernels,
+} from '@agentrl/native';
 export { type BackendInfo, listBackends } from './backends.js';
 export { bf16ToFloat32, float32ToBf16 } from './bf16.js';
 export {

@@ -10,6 +10,7 @@ import {
 } from '../src/index.js';
 import { webgpuPolicyLoss } from '../src/webgpu/webgpu-policy-loss.js';
 import { expectMatches, relMaxError } from './compare.js';
+import { describeEachCpuKernelPath } from './cpu-kernel-paths.js';
 import { makeInputs, resetOldLogprobs } from './fixtures.js';
 
 const backends = await listBackends();
@@ -84,7 +85,8 @@ const EDGE_CASES: [string, () => PolicyLossInputs, PolicyLossOptions][] = [
   ],
 ];
 
-describe.each(['cpu', 'webgpu', 'cuda', 'hip'] as const)('backend %s', (backend) => {
+/** The reference comparisons of one backend (the CPU's run once per CPU kernel path, below). */
+function agreesWithReference(backend: Backend): void {
   const skip = !runnable(backend);
   const tag = skip ? ` (skipped: ${backend} not runnable here: ${reason(backend)})` : '';
 
@@ -127,7 +129,10 @@ describe.each(['cpu', 'webgpu', 'cuda', 'hip'] as const)('backend %s', (backend)
     expect(inPlace.dlogits).toBe(copy.logits);
     expect(relMaxError(copy.logits, ref.dlogits)).toBeLessThan(1e-4);
   });
-});
+}
+
+describeEachCpuKernelPath('backend cpu', () => agreesWithReference('cpu'));
+describe.each(['webgpu', 'cuda', 'hip'] as const)('backend %s', (backend) => agreesWithReference(backend));
 
 describe('async native calls', () => {
   it('policyLoss on the CPU runs off the event loop (most of its time is awaited, timers fire)', async () => {

@@ -1,9 +1,11 @@
-import { describe, expect, it } from 'vitest';
-import { fusedLinearPolicyLoss, type PolicyLossConfigInput } from '../src/index.js';
+import { type CpuKernelPath, cpuKernels, setCpuKernels } from '@agentrl/native';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type FusedLinearResult, fusedLinearPolicyLoss, type PolicyLossConfigInput } from '../src/index.js';
 import { relMaxError } from './compare.js';
+import { describeEachCpuKernelPath, notExercised } from './cpu-kernel-paths.js';
 import { makeFusedInputs } from './fixtures.js';
 
-describe('fused-linear CPU kernel vs the reference (which materialises the logits)', () => {
+describeEachCpuKernelPath('fused-linear CPU kernel vs the reference (which materialises the logits)', () => {
   const shapes = [
     { seqLens: [1], V: 1, H: 1 },
     { seqLens: [5, 3], V: 100, H: 17 },
@@ -46,7 +48,49 @@ describe('fused-linear CPU kernel vs the reference (which materialises the logit
       expect(Buffer.from(again.dWeight.buffer).equals(Buffer.from(first.dWeight.buffer))).toBe(true);
     }
   });
+});
 
+describe('fused-linear CPU kernel on each CPU kernel path against the others', () => {
+  const initial = cpuKernels().active;
+  afterAll(() => setCpuKernels(initial));
+  // two k-blocks of 256 in every product (H = 300, 300 tokens), several vocabulary tiles
+  const inp = makeFusedInputs({ seqLens: [170, 130], V: 700, H: 300, seed: 5, drift: 0.3 });
+  const on = (path: CpuKernelPath): FusedLinearResult => {
+    setCpuKernels(path);
+    return fusedLinearPolicyLoss(inp, { backend: 'cpu', computeEntropy: true });
+  };
+  const same = (a: Float32Array, b: Float32Array) => Buffer.from(a.buffer).equals(Buffer.from(b.buffer));
+
+  const both = notExercised('avx512') || notExercised('avx2');
+  it.skipIf(both !== '')(
+    `avx512 within 1e-5 of avx2 (bit-identical products, @agentrl/engine's sgemm-paths test; the row sums' vectorised reductions are grouped by vector width)${both}`,
+    () => {
+      const a = on('avx512');
+      const b = on('avx2');
+      expect(Math.abs(a.loss - b.loss)).toBeLessThan(1e-6 * Math.max(1, Math.abs(b.loss)));
+      expect(relMaxError(a.logprobs, b.logprobs)).toBeLessThan(1e-5);
+      expect(relMaxError(a.dHidden, b.dHidden)).toBeLessThan(1e-5);
+      expect(relMaxError(a.dWeight, b.dWeight)).toBeLessThan(1e-5);
+    },
+  );
+
+  for (const path of ['avx512', 'avx2'] as const) {
+    it.skipIf(notExercised(path) !== '')(
+      `${path} within 1e-5 of portable (which has no FMA on x86-64: it rounds products and sums apart)${notExercised(path)}`,
+      () => {
+        const p = on('portable');
+        const got = on(path);
+        expect(Math.abs(got.loss - p.loss)).toBeLessThan(1e-6 * Math.max(1, Math.abs(p.loss)));
+        expect(relMaxError(got.logprobs, p.logprobs)).toBeLessThan(1e-5);
+        expect(relMaxError(got.dHidden, p.dHidden)).toBeLessThan(1e-5);
+        expect(relMaxError(got.dWeight, p.dWeight)).toBeLessThan(1e-5);
+        if (process.arch === 'x64') expect(same(got.dWeight, p.dWeight)).toBe(false);
+      },
+    );
+  }
+});
+
+describe('fused-linear CPU kernel: dWeightOut and the workspace', () => {
   it.each(['cpu', 'reference'] as const)(
     '%s: writes dWeight into dWeightOut, and accumulates across micro-batches',
     (backend) => {

@@ -22,6 +22,7 @@
 #endif
 
 namespace agentrl::engine::cpu {
+AGENTRL_ISA_BEGIN
 
 void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps) {
 #pragma omp parallel for schedule(static) if (rows * n > 32768)
@@ -87,6 +88,17 @@ void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, 
         v[i + half] = b * ct[i] + a * s;
       }
     }
+  }
+}
+
+void AdamWUpdate(float* p, float* m, float* v, const float* g, size_t begin, size_t end, float grad_scale, float beta1,
+                 float beta2, float step_size, float bc2_sqrt, float eps, float decay) {
+#pragma omp parallel for schedule(static) if (end - begin > 65536)
+  for (size_t i = begin; i < end; ++i) {
+    const float gi = g[i] * grad_scale;
+    m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
+    v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+    p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) / bc2_sqrt + eps);
   }
 }
 
@@ -297,7 +309,7 @@ void CachedValues(float* p, float inv, const float* v, int ks, int n, int d, flo
       const float pj = p[j];
       const float* vj = v + static_cast<size_t>(j) * ks;
 #pragma omp simd
-      for (int c = 0; c < d; ++c) dst[c] = std::fma(pj, vj[c], dst[c]);
+      for (int c = 0; c < d; ++c) dst[c] = MulAdd(pj, vj[c], dst[c]);
     }
     if (j0 > 0) {
 #pragma omp simd
@@ -364,4 +376,5 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
   RunChunks(chunks, threads, CachedAttentionChunk, &a);
 }
 
+AGENTRL_ISA_END
 }  // namespace agentrl::engine::cpu

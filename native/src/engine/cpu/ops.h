@@ -1,8 +1,18 @@
 // Element-wise and attention kernels of the engine's CPU backend. All tensors are row-major fp32.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
+#include "engine/cpu/isa.h"
+
 namespace agentrl::engine::cpu {
+
+struct AttnShape {
+  int heads, kv_heads, head_dim;
+  float scale;
+};
+
+AGENTRL_ISA_BEGIN
 
 // y[t] = x[t] * rstd[t] * w, rstd[t] = 1 / sqrt(mean(x[t]^2) + eps); rows of width n.
 void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps);
@@ -15,10 +25,11 @@ void RmsNormBackward(const float* x, const float* w, const float* rstd, const fl
 void Rope(float* x, const int32_t* pos, int rows, int heads, int d, int stride, const float* cos_table,
           const float* sin_table, bool inverse);
 
-struct AttnShape {
-  int heads, kv_heads, head_dim;
-  float scale;
-};
+// One AdamW update of elements [begin, end): m, v the moments, p *= decay then p -= step_size * m /
+// (sqrt(v) / bc2_sqrt + eps), on g * grad_scale. Element-wise, so the result does not depend on the
+// thread count; `c + a * b` is one FMA on the avx2 and avx512 levels (as under -march=native before).
+void AdamWUpdate(float* p, float* m, float* v, const float* g, size_t begin, size_t end, float grad_scale, float beta1,
+                 float beta2, float step_size, float bc2_sqrt, float eps, float decay);
 
 // Causal attention inside each packed sequence [cu[s], cu[s+1]). q: [T, heads*d], k,v: [T, kv*d];
 // out: [T, heads*d]; lse: [heads, T] (log-sum-exp of each score row, for the backward).
@@ -37,4 +48,5 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
                      const float* const* k_cache_t, const int32_t* cache_cap, const float* const* v_cache,
                      const AttnShape& s);
 
+AGENTRL_ISA_END
 }  // namespace agentrl::engine::cpu

@@ -21,6 +21,7 @@
 #endif
 
 namespace agentrl::engine::cpu {
+AGENTRL_ISA_BEGIN
 namespace {
 
 #if defined(__AVX512F__)
@@ -217,9 +218,9 @@ void RunSplitChunk(void* ctx, int chunk) {
     PartialPanel(s.m, s.n, s.k, s.a, s.lda, s.panels, s.whole, s.accumulate, s.c, s.ldc);
 }
 
-// Above this many rows the packed SGEMM (same arithmetic, see panel_gemm.h) amortises its packing,
-// where its AVX-512 micro-kernel is compiled; its portable micro-kernel is slower than the panels at
-// every size (on an AVX2 EPYC: 18 ms against 2.8 ms for 64 x 2048 x 768), so elsewhere it is unused.
+// Above this many rows the packed SGEMM (same arithmetic, see panel_gemm.h) amortises its packing
+// on the avx512 path; on the others it is slower than the panels at every size (on an AVX2 EPYC:
+// 18 ms against 2.8 ms for 64 x 2048 x 768), so there it is unused.
 #if defined(__AVX512F__)
 constexpr int kPanelMaxRows = 64;
 #else
@@ -227,10 +228,6 @@ constexpr int kPanelMaxRows = 1 << 30;
 #endif
 
 }  // namespace
-
-size_t PanelFloats(int n, int k) {
-  return static_cast<size_t>((n + kPanelWidth - 1) / kPanelWidth) * kPanelWidth * static_cast<size_t>(k);
-}
 
 void PackPanels(const float* w, int n, int k, float* dst) {
   const int panels = (n + kPanelWidth - 1) / kPanelWidth;
@@ -279,4 +276,5 @@ void PanelGemm(int m, int n, int k, const float* a, int lda, const float* w, con
   if (whole < total) PartialPanel(m, n, k, a, lda, panels, whole, accumulate, c, ldc);
 }
 
+AGENTRL_ISA_END
 }  // namespace agentrl::engine::cpu

@@ -21,6 +21,7 @@
 #endif
 
 namespace agentrl::engine::cpu {
+AGENTRL_ISA_BEGIN
 namespace {
 
 constexpr int kMr = 12;
@@ -249,7 +250,8 @@ void MicroKernel(int kc, const float* a, const float* b, float* c, int ldc, int 
     if (beta == 0.0f) {
       for (int j = 0; j < cols; ++j) row[j] = alpha * tile[r * kNr + j];
     } else {
-      for (int j = 0; j < cols; ++j) row[j] = alpha * tile[r * kNr + j] + beta * row[j];
+      // As the AVX-512 full tile's _mm512_fmadd_ps(alpha, acc, beta * C): the same bits on every FMA level.
+      for (int j = 0; j < cols; ++j) row[j] = MulAdd(alpha, tile[r * kNr + j], beta * row[j]);
     }
   }
 }
@@ -421,4 +423,5 @@ void SgemmSmallM(bool trans_a, bool trans_b, int m, int n, int k, float alpha, c
   SgemmThreads(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true);
 }
 
+AGENTRL_ISA_END
 }  // namespace agentrl::engine::cpu

@@ -1,10 +1,15 @@
-// Blocked, packed, AVX-512 (AVX2 fallback) single-precision GEMM for the engine's CPU backend.
+// Blocked, packed single-precision GEMM for the engine's CPU backend: AVX-512, AVX2+FMA and portable
+// micro-kernels, one chosen at load time (cpu_kernels.h).
 #pragma once
+
+#include "engine/cpu/isa.h"
 
 namespace agentrl::engine::cpu {
 
 // The k-block of the packed SGEMM: an element's FMA chain restarts every kSgemmKc values of k.
 constexpr int kSgemmKc = 256;
+
+AGENTRL_ISA_BEGIN
 
 // C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, all row-major.
 // op(A) = A (stored [M,K], lda) or A^T (stored [K,M]); op(B) = B (stored [K,N]) or B^T (stored [N,K]).
@@ -26,4 +31,5 @@ void SgemmSmallM(bool trans_a, bool trans_b, int m, int n, int k, float alpha, c
 void SgemmSerial(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                  const float* b, int ldb, float beta, float* c, int ldc, bool allow_small_m = false);
 
+AGENTRL_ISA_END
 }  // namespace agentrl::engine::cpu

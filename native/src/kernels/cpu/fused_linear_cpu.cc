@@ -19,6 +19,7 @@
 #endif
 
 namespace agentrl::kernels {
+AGENTRL_ISA_BEGIN
 namespace {
 
 // 192 token rows = 16 micro-kernel panels of the SGEMM (MR = 12) and its MC block: the [kVocab, H]
@@ -183,4 +184,5 @@ Metrics FusedLinearCpu(const LossConfig& c, const TokenInputs& in, const float* 
   return metrics;
 }
 
+AGENTRL_ISA_END
 }  // namespace agentrl::kernels

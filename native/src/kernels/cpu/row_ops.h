@@ -1,6 +1,8 @@
 // Vectorisable row primitives for the CPU backend: a polynomial exp that GCC/Clang turn into SIMD
 // under `omp simd` (libm's expf does not vectorise without -ffast-math, which would also break -inf
-// handling), and the streaming online log-sum-exp over one row.
+// handling), and the streaming online log-sum-exp over one row. Included by the ISA-level kernel
+// sources only (engine/cpu/isa.h): every function is static, so each level keeps its own copy
+// (an `inline` one would be merged at link time into the portable level's).
 #pragma once
 #include <cfloat>
 #include <cmath>
@@ -57,7 +59,7 @@ constexpr int64_t kChunk = 2048;
  * there and the chunk max goes to chunk_max[c]: RowGradParked then needs one multiply per logit
  * instead of re-reading the logits and a second exp. Nothing beyond the output row is written.
  */
-inline RowStat RowStats(const float* row, int64_t V, float inv_tau, int32_t target, bool want_entropy,
+static inline RowStat RowStats(const float* row, int64_t V, float inv_tau, int32_t target, bool want_entropy,
                         float* park = nullptr, float* chunk_max = nullptr) {
   const float target_z = row[target] * inv_tau;  // read first: `park` may overwrite the row
   // NaN and +inf need no test of their own: either makes some exp(z - max) NaN (inf - inf for
@@ -133,7 +135,7 @@ inline RowStat RowStats(const float* row, int64_t V, float inv_tau, int32_t targ
 }
 
 /** dlogits row: g/τ (onehot(target) - exp((z - max) - log_s)); `out` may alias `row`. */
-inline void RowGrad(const float* row, float* out, int64_t V, float inv_tau, float max, float log_s, float g_over_tau,
+static inline void RowGrad(const float* row, float* out, int64_t V, float inv_tau, float max, float log_s, float g_over_tau,
                     int32_t target) {
   if (g_over_tau == 0.f) {
     std::memset(out, 0, sizeof(float) * V);
@@ -146,7 +148,7 @@ inline void RowGrad(const float* row, float* out, int64_t V, float inv_tau, floa
 }
 
 /** dlogits from a row parked by RowStats: g/τ (onehot - e * exp(chunk max - max - log s)). */
-inline void RowGradParked(float* out, int64_t V, const float* chunk_max, float max, float log_s, float g_over_tau,
+static inline void RowGradParked(float* out, int64_t V, const float* chunk_max, float max, float log_s, float g_over_tau,
                           int32_t target) {
   if (g_over_tau == 0.f) {
     std::memset(out, 0, sizeof(float) * V);
