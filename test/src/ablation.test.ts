@@ -62,6 +62,21 @@ describe('agentrl ablation', () => {
       expect(mean).toBeLessThanOrEqual(max);
     }
     for (const name of NAMES) expect(statSync(join(runs, `${name}.log`)).size, name).toBeGreaterThan(0);
+    // Per run: accuracy after SFT (the eval before RL) and at the end, the wall time and the world,
+    // all at one commit; the Markdown table beside the JSON names the command and that commit.
+    expect(summary.perRun.map((r: { name: string }) => r.name)).toEqual(summary.runs);
+    for (const row of summary.perRun) {
+      const evals = readJsonl(join(runs, row.name, 'metrics.jsonl')).filter((x) => x.phase === 'eval');
+      expect(row.accuracyAfterSft, row.name).toBe(evals[0]!.accuracy);
+      expect(row.accuracyEnd, row.name).toBe(evals.at(-1)!.accuracy);
+      expect(row.rlSteps, row.name).toBe(4);
+      expect(row.world.ranks, row.name).toBe(1);
+    }
+    expect(summary.commit).toMatch(/^[0-9a-f]{40}$/);
+    const table = readFileSync(join(runs, 'smoke-ablation.md'), 'utf8');
+    expect(table).toContain(`at commit ${summary.commit.slice(0, 12)}`);
+    expect(table).toContain('`agentrl ablation --preset smoke');
+    expect(table.match(/^\| (roc|noroc) \| [12] \|/gm)).toHaveLength(4);
 
     // --report-only renders again from the runs, without training.
     const again = await runCli([
@@ -110,6 +125,9 @@ describe('agentrl ablation', () => {
     const bad = await runCli(['ablation', ...args, '--seeds', '1,x']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--seeds needs distinct integers/);
+    const arms = await runCli(['ablation', ...args, '--arms', 'roc,grpo']);
+    expect(arms.code).toBe(2);
+    expect(arms.stderr).toMatch(/--arms takes roc and\/or noroc/);
     const missing = await runCli(['ablation', ...args, '--seeds', '7', '--report-only']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/smoke-roc-s7 has no metrics\.jsonl/);

@@ -42,6 +42,13 @@ describe.skipIf(missing !== undefined)('agentrl train under mpirun (data-paralle
     const h2 = checkpointHashes('n2');
     expect(Object.keys(h1).sort()).toEqual(['step-000000', 'step-000002', 'step-000004']);
     expect(h2).toEqual(h1);
+    // each run records its world: the rank count, the threads, the CPU kernel path and the commit
+    const world = (name: string) => JSON.parse(readFileSync(join(runs, name, 'config.json'), 'utf8')).world;
+    expect(world('n1').ranks).toBe(1);
+    expect(world('n2').ranks).toBe(2);
+    expect(world('n2').threads).toBeGreaterThan(0);
+    expect(['avx512', 'avx2', 'portable']).toContain(world('n2').cpuKernels.active);
+    expect(world('n2').commit).toMatch(/^[0-9a-f]{40}$/);
 
     const m1 = readJsonl(join(runs, 'n1', 'metrics.jsonl'));
     const m2 = readJsonl(join(runs, 'n2', 'metrics.jsonl'));
@@ -66,6 +73,9 @@ describe.skipIf(missing !== undefined)('agentrl train under mpirun (data-paralle
     const ref = checkpointHashes('n1');
     expect(checkpointHashes('r2')).toEqual(ref);
     expect(checkpointHashes('r2to1')).toEqual(ref);
+    // the resumed process's world is added to the first one: 2 ranks, then 1
+    const resumes = JSON.parse(readFileSync(join(runs, 'r2to1', 'config.json'), 'utf8')).world.resumes;
+    expect(resumes.map((w: { ranks: number; rlStep: number }) => [w.ranks, w.rlStep])).toEqual([[1, 2]]);
     const m = readJsonl(join(runs, 'n1', 'metrics.jsonl')).map(withoutTiming);
     expect(readJsonl(join(runs, 'r2', 'metrics.jsonl')).map(withoutTiming)).toEqual(m);
   });

@@ -5,8 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { resolveConfig } from '../config/load.js';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
+import { renderSeedTable, summarizeSeedRuns } from '../run/ablation-summary.js';
 import { readMetrics } from '../run/metrics-log.js';
-import { type AblationArm, renderAblationReport, summarizeAblation } from '../run/report.js';
+import { type AblationArm, renderAblationReport } from '../run/report.js';
 import { type CommandFlag, parseArgs, splitFlags } from './args.js';
 import { TRAIN_FLAGS } from './commands.js';
 import { renderHelp } from './help.js';
@@ -15,6 +16,12 @@ import { runTrainCommand } from './train-command.js';
 /** Flags of `agentrl ablation`; everything else is handed to each `agentrl train`. */
 export const ABLATION_FLAGS: CommandFlag[] = [
   { name: 'seeds', value: 'list', description: 'seeds, comma-separated (default 1,2,3)' },
+  {
+    name: 'arms',
+    value: 'list',
+    description:
+      'arms to run, comma-separated: roc (GRPO-RoC) and/or noroc (--no-roc); default roc,noroc. --arms roc over seeds is the seed table of one recipe',
+  },
   {
     name: 'jobs',
     value: 'int',
@@ -45,6 +52,7 @@ const ARMS = [
   { arm: 'roc', label: 'GRPO-RoC', extra: ['--rl.roc', 'true'] },
   { arm: 'noroc', label: 'GRPO (--no-roc)', extra: ['--no-roc'] },
 ] as const;
+type Arm = (typeof ARMS)[number];
 
 /**
  * `agentrl ablation [--preset roc] [--seeds 1,2,3] [--jobs 2] [train options]`: GRPO-RoC against
@@ -69,13 +77,14 @@ export async function runAblationCommand(argv: string[]): Promise<number> {
   const plan = planAblation(readAblationArgs(argv));
   // SFT first (when shared), then the arms.
   if (!plan.reportOnly) for (const batch of [plan.sftRuns, plan.runs]) await runBatch(batch, plan);
-  writeAblationPage(plan);
+  writeAblationPage(plan, `agentrl ablation ${argv.join(' ')}`);
   return 0;
 }
 
 interface AblationArgs {
   cfg: TrainConfig;
   seeds: number[];
+  arms: Arm[];
   jobs: number;
   base: string;
   out: string | undefined;
@@ -101,6 +110,14 @@ function readAblationArgs(argv: string[]): AblationArgs {
   const seeds = seedList.split(',').map((s) => Number(s.trim()));
   if (seeds.length === 0 || seeds.some((s) => !Number.isInteger(s)) || new Set(seeds).size !== seeds.length)
     throw new TrainerError('USAGE', `--seeds needs distinct integers, comma-separated (got "${seedList}")`);
+  const armList = (own.arms as string | undefined) ?? 'roc,noroc';
+  const armNames = armList.split(',').map((s) => s.trim());
+  const arms = ARMS.filter((a) => armNames.includes(a.arm));
+  if (arms.length !== armNames.length || new Set(armNames).size !== armNames.length)
+    throw new TrainerError(
+      'USAGE',
+      `--arms takes roc and/or noroc, comma-separated, each once (got "${armList}")`,
+    );
   const jobs = own.jobs === undefined ? 1 : Number(own.jobs);
   if (!(Number.isInteger(jobs) && jobs >= 1))
     throw new TrainerError('USAGE', '--jobs needs a positive integer');
@@ -114,6 +131,7 @@ function readAblationArgs(argv: string[]): AblationArgs {
   return {
     cfg,
     seeds,
+    arms,
     jobs,
     base,
     out,
@@ -151,7 +169,7 @@ function planAblation(a: AblationArgs): AblationArgs & { sftRuns: PlannedRun[]; 
           'false',
         ]
       : [];
-  const runs = ARMS.flatMap(({ arm, label, extra }) =>
+  const runs = a.arms.flatMap(({ arm, label, extra }) =>
     a.seeds.map((seed) => {
       const name = `${a.base}-${arm}-s${seed}`;
       const args = ['train', ...a.rest, ...extra, ...fromSft(seed), '--seed', String(seed), '--name', name];
@@ -182,10 +200,10 @@ async function runBatch(batch: PlannedRun[], { jobs, cfg }: AblationArgs): Promi
   await Promise.all(Array.from({ length: Math.min(jobs, batch.length) }, worker));
 }
 
-/** The page with each arm's band across seeds, and the JSON summary beside it. */
-function writeAblationPage(plan: ReturnType<typeof planAblation>): void {
+/** The page with each arm's band across seeds, and the JSON and Markdown summaries beside it. */
+function writeAblationPage(plan: ReturnType<typeof planAblation>, command: string): void {
   const { cfg, base, seeds, runs } = plan;
-  const arms: AblationArm[] = ARMS.map(({ arm, label }) => ({
+  const arms: AblationArm[] = plan.arms.map(({ arm, label }) => ({
     label,
     runs: runs
       .filter((r) => r.arm === arm)
@@ -200,18 +218,21 @@ function writeAblationPage(plan: ReturnType<typeof planAblation>): void {
       }),
   }));
   const out = plan.out ?? join(cfg.runsDir, `${base}-ablation.html`);
-  const title = `agentrl ablation: ${base}, GRPO-RoC vs GRPO over seeds ${seeds.join(', ')}`;
+  const armsTitle = arms.length > 1 ? 'GRPO-RoC vs GRPO' : arms[0]!.label;
+  const title = `agentrl ablation: ${base}, ${armsTitle} over seeds ${seeds.join(', ')}`;
   writeFileSync(out, renderAblationReport(title, arms));
-  const summaryPath = out.replace(/\.html?$/, '') + '.json';
-  const summary = {
+  const stem = out.replace(/\.html?$/, '');
+  const summary = summarizeSeedRuns({
     base,
     seeds,
     sharedSft: plan.shareSft,
-    runs: runs.map((r) => r.name),
-    arms: summarizeAblation(arms),
-  };
-  writeFileSync(summaryPath, `${JSON.stringify(summary, null, 2)}\n`);
-  process.stdout.write(`wrote ${out}\n  summary: ${summaryPath}\n`);
+    command,
+    runs: runs.map((r) => ({ ...r, arm: r.arm!, dir: join(cfg.runsDir, r.name) })),
+    arms,
+  });
+  writeFileSync(`${stem}.json`, `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileSync(`${stem}.md`, renderSeedTable(summary));
+  process.stdout.write(`wrote ${out}\n  summary: ${stem}.json\n  table:   ${stem}.md\n`);
 }
 
 function flatKeys(o: Record<string, unknown>, prefix = ''): string[] {

@@ -5,6 +5,7 @@ import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import { createProgress, type Progress } from '../run/progress.js';
 import { RunDir } from '../run/run-dir.js';
+import { describeWorld } from '../run/world.js';
 import { loadSplit } from '../task/load-split.js';
 import type { ProblemSplit } from '../task/problem.js';
 import { assertDeviceRuns, createEnvironment } from '../train/create-environment.js';
@@ -22,7 +23,7 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(
       renderHelp(
-        'agentrl train [--preset tiny|smoke|roc] [--config file.yaml] [--resume runs/<name>] [--<option> value ...]',
+        'agentrl train [--preset tiny|smoke|learn|roc] [--config file.yaml] [--resume runs/<name>] [--<option> value ...]',
         'Trains a policy with the rStar2-Agent recipe: a format-only SFT cold start, then GRPO-RoC stages with\n' +
           'growing response budgets (the last on problems not yet solved by every sample). Writes runs/<name>/:\n' +
           'config.json, metrics.jsonl, checkpoints/ (HF safetensors + optimizer + trainer state), report.html.',
@@ -66,7 +67,11 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
     const sftDemos = resume?.state.sftDone
       ? null
       : await loadSftSource(cfg, split.train, (l) => progress.log(l));
-    if (isNew && lead) run.create(cfg, { overwrite: Boolean(args.flags.overwrite) });
+    if (isNew && lead) {
+      run.create(cfg, { overwrite: Boolean(args.flags.overwrite), world: describeWorld(comm.size) });
+    } else if (lead) {
+      run.recordResume({ ...describeWorld(comm.size), rlStep: resume?.state.rlStep ?? 0 });
+    }
     progress.log(startLine(run, split, resume, restart));
     const result = await train({
       cfg,

@@ -4,7 +4,8 @@ import type { TrainConfigInput } from './schema.js';
  * Named starting points. `tiny` is the default of `pnpm train`: a ~120K-parameter byte-level model
  * (2 layers x 64) that learns to call Python for 3x3-digit multiplication in ~5 minutes on two CPU cores. `smoke` is the smallest
  * config that still runs every part of the loop (CI), with RL steps that train on something (1x1
- * digits, a longer SFT, 32 samples a step). `roc` is tiny on the zero-padded task, where failed
+ * digits, a longer SFT, 32 samples a step). `learn` is tiny with a short RL phase, for the CI
+ * check that the recipe learns. `roc` is tiny on the zero-padded task, where failed
  * tool calls inside correct answers are common (the RoC ablation). Presets are partial configs: the schema fills
  * the rest, and a config file and flags override them in that order.
  */
@@ -48,6 +49,16 @@ export const PRESETS = {
       temperature: 0.6,
     },
     eval: { k: 1, problems: 4, everySteps: 0, maxResponseTokens: 96 },
+  },
+  // The CI learning check (test/src/learning.test.ts): tiny's model, data and SFT unchanged, so the
+  // cold start it checks is the default run's, then 10 RL steps and a 50-problem evaluation instead
+  // of 50 steps and 200 problems (about a third of tiny's wall time).
+  learn: {
+    name: 'learn',
+    checkpointEvery: 0,
+    sft: { checkpointEvery: 0 },
+    rl: { stages: [{ name: 'stage1', steps: 10, maxResponseTokens: 160 }] },
+    eval: { problems: 50, everySteps: 0 },
   },
   roc: {
     name: 'roc',

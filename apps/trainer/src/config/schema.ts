@@ -29,6 +29,19 @@ export const ModelConfigSchema = z
       .describe(
         'extra chat-template variables, as transformers\' apply_chat_template kwargs (e.g. {"enable_thinking": false} for Qwen3)',
       ),
+    architecture: z
+      .enum(['qwen3', 'llama'])
+      .default('qwen3')
+      .describe(
+        'layout of a fresh model: qwen3 (RMS-normed queries and keys) or llama (plain); unused with init, which brings its own',
+      ),
+    qkNormInit: z
+      .number()
+      .positive()
+      .default(1)
+      .describe(
+        "initial gain of a fresh qwen3 model's query and key RMSNorms (HF initialises them to 1): the attention logits of a head are bounded by head_dim^0.5 times its square",
+      ),
     hiddenSize: pos().default(64).describe('width of the residual stream'),
     numLayers: pos().default(2).describe('transformer blocks'),
     numHeads: pos().default(2).describe('attention heads'),
@@ -36,6 +49,14 @@ export const ModelConfigSchema = z
     intermediateSize: pos().default(192).describe('SwiGLU MLP width'),
     maxPositions: pos().default(1024).describe('longest sequence the model is built for'),
     ropeTheta: z.number().positive().default(10000).describe('RoPE base'),
+    initStd: z
+      .number()
+      .positive()
+      .nullable()
+      .default(null)
+      .describe(
+        "std of the normal init of a fresh model's matrices and embeddings (HF initializer_range); null = 0.8 / sqrt(hiddenSize), 0.1 at the tiny width (HF's 0.02 suits widths of 1-4K: it starts a 64-wide model 6x below a fan-in init, and its copy circuit forms late or never); unused with init",
+      ),
     tieEmbeddings: z.boolean().default(true).describe('share the token embedding and lm_head'),
   })
   .describe(

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import type { TrainConfig } from '../config/schema.js';
 import { TrainerError } from '../errors.js';
 import { replaceDir } from './replace-dir.js';
+import type { RunWorld } from './world.js';
 
 /** The file that says "agentrl train made this directory"; nothing without it is ever deleted. */
 export const RUN_MARKER = '.agentrl-run';
@@ -31,7 +32,9 @@ const RUN_ENTRIES = [
 /**
  * The layout of `runs/<name>/`:
  *   .agentrl-run         marker {format, version}: the directory holds a run (written first)
- *   config.json          the resolved config (what `--resume` reloads)
+ *   config.json          the resolved config (what `--resume` reloads) and, under `world`, what the
+ *                        run ran on: ranks, threads, CPU kernel path, commit (one entry per resume
+ *                        under `world.resumes`)
  *   metrics.jsonl        one line per SFT step, RL step and evaluation
  *   sft-data.jsonl       the cold-start demonstrations, for inspection
  *   checkpoints/<tag>/   model.safetensors + config.json (a valid HF checkpoint), optimizer state,
@@ -87,7 +90,7 @@ export class RunDir {
    * marker) is replaced only with `overwrite`, and then only the entries a run holds are removed;
    * any other non-empty directory is refused, with or without `overwrite`.
    */
-  create(cfg: TrainConfig, opts: { overwrite: boolean }): void {
+  create(cfg: TrainConfig, opts: { overwrite: boolean; world?: RunWorld }): void {
     if (this.assertCreatable(opts)) {
       for (const e of RUN_ENTRIES) rmSync(join(this.root, e), { recursive: true, force: true });
     }
@@ -98,7 +101,20 @@ export class RunDir {
       `${JSON.stringify({ format: MARKER_FORMAT, version: MARKER_VERSION, name: cfg.name })}\n`,
     );
     mkdirSync(this.checkpointsDir, { recursive: true });
-    writeFileSync(this.configPath, `${JSON.stringify(cfg, null, 2)}\n`);
+    this.writeConfig({ ...cfg, ...(opts.world ? { world: opts.world } : {}) });
+  }
+
+  /** Adds the world of a resumed process to config.json's `world.resumes`. */
+  recordResume(world: RunWorld & { rlStep: number }): void {
+    const saved = this.readSaved();
+    const first = (saved.world ?? {}) as { resumes?: unknown[] };
+    this.writeConfig({ ...saved, world: { ...first, resumes: [...(first.resumes ?? []), world] } });
+  }
+
+  private writeConfig(value: unknown): void {
+    const tmp = `${this.configPath}.tmp`;
+    writeFileSync(tmp, `${JSON.stringify(value, null, 2)}\n`);
+    renameSync(tmp, this.configPath);
   }
 
   /**
@@ -142,9 +158,22 @@ export class RunDir {
     return readdirSync(this.root);
   }
 
+  /** The saved config, without the `world` record (which is not configuration). */
   readConfig(): unknown {
+    const { world: _world, ...cfg } = this.readSaved();
+    return cfg;
+  }
+
+  /** config.json's `world`: what the run ran on (undefined for runs made before it was recorded). */
+  readWorld(): (RunWorld & { resumes?: (RunWorld & { rlStep: number })[] }) | undefined {
+    return this.readSaved().world as ReturnType<RunDir['readWorld']>;
+  }
+
+  private readSaved(): Record<string, unknown> {
     try {
-      return JSON.parse(readFileSync(this.configPath, 'utf8'));
+      const saved = JSON.parse(readFileSync(this.configPath, 'utf8')) as unknown;
+      if (!saved || typeof saved !== 'object' || Array.isArray(saved)) throw new Error('not a JSON object');
+      return saved as Record<string, unknown>;
     } catch (cause) {
       throw new TrainerError(
         'RUN_DIR',

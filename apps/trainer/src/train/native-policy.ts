@@ -33,8 +33,8 @@ const SAVE_DTYPE = { dtype: 'float32' } as const;
 export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: number) {
   const m = cfg.model;
   return {
-    architectures: ['Qwen3ForCausalLM'],
-    model_type: 'qwen3',
+    architectures: [m.architecture === 'llama' ? 'LlamaForCausalLM' : 'Qwen3ForCausalLM'],
+    model_type: m.architecture,
     vocab_size: vocabSize,
     hidden_size: m.hiddenSize,
     intermediate_size: m.intermediateSize,
@@ -43,9 +43,18 @@ export function hfConfigFor(cfg: TrainConfig, vocabSize: number, eosTokenId: num
     num_key_value_heads: m.numKvHeads,
     max_position_embeddings: m.maxPositions,
     rope_theta: m.ropeTheta,
+    initializer_range: m.initStd ?? 0.8 / Math.sqrt(m.hiddenSize),
     tie_word_embeddings: m.tieEmbeddings,
     eos_token_id: eosTokenId,
   };
+}
+
+/** Sets every query and key RMSNorm gain of a fresh model (no-op for a layout without them). */
+function setQkNormGain(model: Model, gain: number): void {
+  for (const p of model.parameters()) {
+    if (/\.(q|k)_norm\.weight$/.test(p.name)) p.data.fill(gain);
+  }
+  model.markWeightsChanged();
 }
 
 /**
@@ -97,6 +106,7 @@ export class NativeTrainer implements TrainablePolicy {
           device,
           precision,
         });
+    if (!opts.initDir && cfg.model.qkNormInit !== 1) setQkNormGain(model, cfg.model.qkNormInit);
     assertTokenizerFits(opts.tokenizer, model.config.vocab_size, opts.initDir);
     const t = new NativeTrainer(model, cfg, opts.tokenizer.dir);
     if (training && opts.resumePhase && opts.initDir && hasOptimizerState(opts.initDir)) {
