@@ -1,5 +1,9 @@
+import { Rng } from '@agentrl/protocol';
 import type { Deadline } from '../deadline.js';
 import type { Node } from '../latex/ast.js';
+import { canonicalNode } from '../latex/serialize.js';
+import { exactNum, type Num } from '../math/evaluate.js';
+import * as R from '../math/rational.js';
 
 /** Free symbol names of an expression (`e` is Euler's number, not a symbol). */
 export function symbolsOf(n: Node, out: Set<string> = new Set()): Set<string> {
@@ -45,21 +49,36 @@ export function symbolsOf(n: Node, out: Set<string> = new Set()): Set<string> {
   return out;
 }
 
-/** Deterministic magnitudes for numeric identity tests: non-integer, spread out. */
-const POINTS = [0.5772, 1.4151, 2.2361, 0.8415, 1.7327, 2.7191, 0.6937, 1.3863];
-/** The first samples are all positive (where √x and ln x live); the rest mix in negatives, so |x| ≠ x. */
-const POSITIVE_SAMPLES = 6;
+/** Sample points per comparison with free symbols. */
+export const SAMPLE_COUNT = 16;
+/** The first points are all positive (where √x and ln x live); the rest mix in negatives, so |x| ≠ x. */
+const POSITIVE_SAMPLES = 8;
 
-export const SAMPLE_COUNT = 10;
-
-/** The i-th sample assignment: each symbol gets a different point so that x and y are told apart. */
-export function sampleEnv(names: string[], i: number, deadline: Deadline): Map<string, number> {
-  deadline.check();
-  const env = new Map<string, number>();
-  names.forEach((name, j) => {
-    const magnitude = (POINTS[(i + 3 * j) % POINTS.length] as number) * (1 + 0.137 * j);
-    const negative = i >= POSITIVE_SAMPLES && (i + j) % 2 === 0;
-    env.set(name, negative ? -magnitude : magnitude);
-  });
-  return env;
+/**
+ * The sample assignments of one comparison, drawn from a stream seeded by the two expressions:
+ * deterministic for a pair, yet no response can know in advance where it will be evaluated (a
+ * polynomial vanishing at fixed points was the hack). Each value is an exact rational p/q with
+ * q in [1000, 2024), so polynomials and rational functions with rational coefficients evaluate
+ * exactly and any difference, however small, is seen; even points have |x| < 1 (arcsin's domain),
+ * odd ones 1 < |x| < 3; each symbol gets its own draw, so x and y are told apart.
+ */
+export function* samplePoints(
+  names: string[],
+  a: Node,
+  b: Node,
+  deadline: Deadline,
+): Generator<Map<string, Num>> {
+  const rng = Rng.derive(0, 'math-verify', canonicalNode(a), canonicalNode(b));
+  for (let i = 0; i < SAMPLE_COUNT; i++) {
+    deadline.check();
+    const env = new Map<string, Num>();
+    names.forEach((name, j) => {
+      const q = 1000 + rng.below(1024);
+      const magnitude = i % 2 === 0 ? 0.05 + 0.9 * rng.next() : 1.05 + 1.95 * rng.next();
+      const p = BigInt(Math.round(magnitude * q));
+      const negative = i >= POSITIVE_SAMPLES && ((i >> 1) + j) % 2 === 0; // small and large negatives
+      env.set(name, exactNum(R.rat(negative ? -p : p, BigInt(q))));
+    });
+    yield env;
+  }
 }
