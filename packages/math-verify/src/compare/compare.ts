@@ -11,6 +11,7 @@ import {
   numOp,
   type Val,
 } from '../math/evaluate.js';
+import { foldConstants } from '../math/fold.js';
 import * as R from '../math/rational.js';
 import { expandPm } from './expand.js';
 import { floatsAgree, isZero, numbersClose } from './numbers.js';
@@ -188,11 +189,13 @@ function pointsFor(names: string[], a: Node, b: Node, o: CompareOptions): Iterab
  */
 function proportional(a: Node, b: Node, sign: 'any' | 'positive', o: CompareOptions): boolean {
   const names = [...symbolsOf(b, symbolsOf(a))];
+  const fa = names.length === 0 ? a : foldConstants(a, o.deadline);
+  const fb = names.length === 0 ? b : foldConstants(b, o.deadline);
   let ratio: Num | null = null;
   let valid = 0;
   for (const env of pointsFor(names, a, b, o)) {
-    const va = scalarValue(a, env, o);
-    const vb = scalarValue(b, env, o);
+    const va = scalarValue(fa, env, o);
+    const vb = scalarValue(fb, env, o);
     if (va === null || vb === null) {
       if (va !== vb) return false;
       continue;
@@ -249,11 +252,19 @@ function itemEqual(g: Node, p: Node, o: CompareOptions): boolean {
   return answersEqual(g, p, o);
 }
 
-/** Same elements both ways (duplicates collapse, order ignored). */
+/** Same elements both ways (duplicates collapse, order ignored); each pair is compared once. */
 function sameSet(gs: Node[], ps: Node[], o: CompareOptions): boolean {
-  return (
-    gs.every((g) => ps.some((p) => itemEqual(g, p, o))) && ps.every((p) => gs.some((g) => itemEqual(g, p, o)))
-  );
+  const memo = new Map<number, boolean>();
+  const eq = (i: number, j: number): boolean => {
+    const key = i * ps.length + j;
+    let hit = memo.get(key);
+    if (hit === undefined) {
+      hit = itemEqual(gs[i] as Node, ps[j] as Node, o);
+      memo.set(key, hit);
+    }
+    return hit;
+  };
+  return gs.every((_, i) => ps.some((_, j) => eq(i, j))) && ps.every((_, j) => gs.some((_, i) => eq(i, j)));
 }
 
 function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
@@ -295,10 +306,13 @@ function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
     );
   }
   const names = [...symbolsOf(pred, symbolsOf(gold))];
+  // evaluated at many points: constant parts folded once (the original nodes still decide rounding)
+  const fg = names.length === 0 ? gold : foldConstants(gold, o.deadline);
+  const fp = names.length === 0 ? pred : foldConstants(pred, o.deadline);
   let valid = 0;
   for (const env of pointsFor(names, gold, pred, o)) {
-    const a = valueAt(gold, env, o);
-    const b = valueAt(pred, env, o);
+    const a = valueAt(fg, env, o);
+    const b = valueAt(fp, env, o);
     if (a === null || b === null) {
       if (names.length === 0) return false;
       // defined on one side only (ln(x²) against 2 ln x at x < 0): not the same function

@@ -49,18 +49,23 @@ export function symbolsOf(n: Node, out: Set<string> = new Set()): Set<string> {
   return out;
 }
 
-/** Sample points per comparison with free symbols. */
-export const SAMPLE_COUNT = 16;
+/** Sample points per comparison with free symbols (was 10 fixed ones). */
+export const SAMPLE_COUNT = 12;
 /** The first points are all positive (where √x and ln x live); the rest mix in negatives, so |x| ≠ x. */
-const POSITIVE_SAMPLES = 8;
+const POSITIVE_SAMPLES = 6;
+/** The point evaluated in exact rationals; the others are doubles (no BigInt, several times cheaper). */
+const EXACT_POINT = 1;
 
 /**
  * The sample assignments of one comparison, drawn from a stream seeded by the two expressions:
  * deterministic for a pair, yet no response can know in advance where it will be evaluated (a
- * polynomial vanishing at fixed points was the hack). Each value is an exact rational p/q with
- * q in [1000, 2024), so polynomials and rational functions with rational coefficients evaluate
- * exactly and any difference, however small, is seen; even points have |x| < 1 (arcsin's domain),
- * odd ones 1 < |x| < 3; each symbol gets its own draw, so x and y are told apart.
+ * polynomial vanishing at fixed points was the hack). Each value is a random p/q. At one point it
+ * is the exact rational (q in [97, 353)), so polynomials and rational functions with rational
+ * coefficients evaluate exactly and a difference below double precision (`+ 10^{-30}x^3`) is still
+ * seen (a nonzero rational function vanishes at a point drawn after it was written only by
+ * chance); at the others it is a double (q in [1000, 2024)), compared within the rounding-error
+ * bounds that evaluation carries. Even points have |x| < 1 (arcsin's domain), odd ones
+ * 1 < |x| < 3; each symbol gets its own draw, so x and y are told apart.
  */
 export function* samplePoints(
   names: string[],
@@ -69,16 +74,20 @@ export function* samplePoints(
   deadline: Deadline,
 ): Generator<Map<string, Num>> {
   const rng = Rng.derive(0, 'math-verify', canonicalNode(a), canonicalNode(b));
+  const env = new Map<string, Num>(); // one map, refilled for each point (read before the next)
   for (let i = 0; i < SAMPLE_COUNT; i++) {
     deadline.check();
-    const env = new Map<string, Num>();
-    names.forEach((name, j) => {
-      const q = 1000 + rng.below(1024);
+    for (let j = 0; j < names.length; j++) {
+      const exact = i === EXACT_POINT;
+      // small denominators at the exact point keep its BigInt arithmetic short
+      const q = exact ? 97 + rng.below(256) : 1000 + rng.below(1024);
       const magnitude = i % 2 === 0 ? 0.05 + 0.9 * rng.next() : 1.05 + 1.95 * rng.next();
-      const p = BigInt(Math.round(magnitude * q));
       const negative = i >= POSITIVE_SAMPLES && ((i >> 1) + j) % 2 === 0; // small and large negatives
-      env.set(name, exactNum(R.rat(negative ? -p : p, BigInt(q))));
-    });
+      const p = Math.round(magnitude * q) * (negative ? -1 : 1);
+      // a double point is exactly itself: its error is 0, only what is computed from it rounds
+      const value = exact ? exactNum(R.ratSmall(p, q)) : { exact: null, f: p / q, err: 0 };
+      env.set(names[j] as string, value);
+    }
     yield env;
   }
 }

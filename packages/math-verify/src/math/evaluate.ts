@@ -32,7 +32,8 @@ const ulp = (f: number, k = 1): number => k * U * Math.abs(f);
 /** An exact rational; its float carries only the conversion's rounding (a few ulps for huge parts). */
 export const exactNum = (r: R.Rat): Num => {
   const f = R.toNumber(r);
-  return { exact: r, f, err: ulp(f, 4) };
+  // integers up to 2^53 are doubles exactly
+  return { exact: r, f, err: r.d === 1n && Number.isSafeInteger(f) ? 0 : ulp(f, 4) };
 };
 /** Overflow is not infinity: only `\\infty` itself may be infinite, so 10^{10^{10}} ≠ 10^{10^{10}}+1. */
 const floatNum = (f: number, err: number): Num =>
@@ -190,7 +191,8 @@ function power(b: Val, e: Val): Val {
   const f = realPow(b.f, e.f, e.exact);
   // ∂/∂b = e·f/b, ∂/∂e = f·ln|b|; a float base of 0 has no useful slope
   if (b.f === 0) return floatNum(f, b.err === 0 && e.err === 0 ? 0 : Number.POSITIVE_INFINITY);
-  const err = Math.abs((e.f * f) / b.f) * b.err + Math.abs(f * Math.log(Math.abs(b.f))) * e.err;
+  let err = Math.abs((e.f * f) / b.f) * b.err;
+  if (e.err > 0) err += Math.abs(f * Math.log(Math.abs(b.f))) * e.err;
   return floatNum(f, err + ulp(f, 4));
 }
 

@@ -6,11 +6,26 @@ export interface Rat {
   readonly d: bigint;
 }
 
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 function gcd(a: bigint, b: bigint): bigint {
   let x = a < 0n ? -a : a;
   let y = b < 0n ? -b : b;
-  while (y !== 0n) [x, y] = [y, x % y];
+  // sampled points keep most parts under 2^53, where Euclid on doubles is exact and far cheaper
+  while (y !== 0n) {
+    if (x <= SAFE && y <= SAFE) return BigInt(gcdSmall(Number(x), Number(y)));
+    [x, y] = [y, x % y];
+  }
   return x;
+}
+
+function gcdSmall(a: number, b: number): number {
+  while (b !== 0) {
+    const t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
 }
 
 export function rat(n: bigint, d: bigint = 1n): Rat {
@@ -19,8 +34,15 @@ export function rat(n: bigint, d: bigint = 1n): Rat {
     n = -n;
     d = -d;
   }
+  if (d === 1n) return { n, d };
   const g = gcd(n, d);
   return g > 1n ? { n: n / g, d: d / g } : { n, d };
+}
+
+/** p/q from two safe integers (q > 0), reduced in doubles: no BigInt gcd. */
+export function ratSmall(p: number, q: number): Rat {
+  const g = gcdSmall(Math.abs(p), q);
+  return { n: BigInt(p / g), d: BigInt(q / g) };
 }
 
 /** Parses `123`, `0.25`, `.5` into an exact rational (decimal literals are exact decimals). */
@@ -39,7 +61,9 @@ export const eq = (a: Rat, b: Rat): boolean => a.n === b.n && a.d === b.d;
 export const isInt = (a: Rat): boolean => a.d === 1n;
 
 function bits(x: bigint): number {
-  return (x < 0n ? -x : x).toString(2).length;
+  const a = x < 0n ? -x : x;
+  if (a <= SAFE) return a === 0n ? 0 : Math.floor(Math.log2(Number(a))) + 1; // an upper bound is all callers need
+  return a.toString(16).length * 4;
 }
 
 /** a^k for an integer k, or null when the exact result would exceed `LIMITS.maxExactBits`. */
