@@ -16,7 +16,7 @@ import * as R from '../math/rational.js';
 import { expandPm } from './expand.js';
 import { floatsAgree, isZero, numbersClose } from './numbers.js';
 import { hasSymbols, isVariableLike, type Reduced, reduceRelation } from './reduce.js';
-import { samplePoints, symbolsOf } from './sample.js';
+import { createSampler, SAMPLE_COUNT, symbolsOf } from './sample.js';
 
 export interface CompareOptions {
   deadline: Deadline;
@@ -178,9 +178,12 @@ function toInterval(r: { parts: Node[]; ops: string[] }): Node | null {
   return null;
 }
 
-/** The environments to compare at: one empty one for constants, else the sampled points. */
-function pointsFor(names: string[], a: Node, b: Node, o: CompareOptions): Iterable<Env> {
-  return names.length === 0 ? [new Map()] : samplePoints(names, a, b, o.deadline);
+const NO_SYMBOLS: Env = new Map();
+
+/** The points to compare at: `at(i)` for i < `count`; one empty environment for constants. */
+function pointsFor(names: string[], a: Node, b: Node): { count: number; at: (i: number) => Env } {
+  if (names.length === 0) return { count: 1, at: () => NO_SYMBOLS };
+  return { count: SAMPLE_COUNT, at: createSampler(names, a, b) };
 }
 
 /**
@@ -193,7 +196,10 @@ function proportional(a: Node, b: Node, sign: 'any' | 'positive', o: CompareOpti
   const fb = names.length === 0 ? b : foldConstants(b, o.deadline);
   let ratio: Num | null = null;
   let valid = 0;
-  for (const env of pointsFor(names, a, b, o)) {
+  const points = pointsFor(names, a, b);
+  for (let i = 0; i < points.count; i++) {
+    o.deadline.check();
+    const env = points.at(i);
     const va = scalarValue(fa, env, o);
     const vb = scalarValue(fb, env, o);
     if (va === null || vb === null) {
@@ -310,7 +316,10 @@ function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
   const fg = names.length === 0 ? gold : foldConstants(gold, o.deadline);
   const fp = names.length === 0 ? pred : foldConstants(pred, o.deadline);
   let valid = 0;
-  for (const env of pointsFor(names, gold, pred, o)) {
+  const points = pointsFor(names, gold, pred);
+  for (let i = 0; i < points.count; i++) {
+    o.deadline.check();
+    const env = points.at(i);
     const a = valueAt(fg, env, o);
     const b = valueAt(fp, env, o);
     if (a === null || b === null) {

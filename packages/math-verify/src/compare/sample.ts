@@ -1,5 +1,4 @@
 import { Rng } from '@agentrl/protocol';
-import type { Deadline } from '../deadline.js';
 import type { Node } from '../latex/ast.js';
 import { canonicalNode } from '../latex/serialize.js';
 import { exactNum, type Num } from '../math/evaluate.js';
@@ -59,35 +58,62 @@ const EXACT_POINT = 1;
 /**
  * The sample assignments of one comparison, drawn from a stream seeded by the two expressions:
  * deterministic for a pair, yet no response can know in advance where it will be evaluated (a
- * polynomial vanishing at fixed points was the hack). Each value is a random p/q. At one point it
- * is the exact rational (q in [97, 353)), so polynomials and rational functions with rational
- * coefficients evaluate exactly and a difference below double precision (`+ 10^{-30}x^3`) is still
+ * polynomial vanishing at fixed points was the hack). Each value is a random p/q. At one point, when
+ * both sides are rational functions, it is the exact rational (q in [97, 353)), so polynomials and
+ * rational functions with rational coefficients evaluate exactly and a difference below double precision (`+ 10^{-30}x^3`) is still
  * seen (a nonzero rational function vanishes at a point drawn after it was written only by
  * chance); at the others it is a double (q in [1000, 2024)), compared within the rounding-error
  * bounds that evaluation carries. Even points have |x| < 1 (arcsin's domain), odd ones
  * 1 < |x| < 3; each symbol gets its own draw, so x and y are told apart.
  */
-export function* samplePoints(
-  names: string[],
-  a: Node,
-  b: Node,
-  deadline: Deadline,
-): Generator<Map<string, Num>> {
+export function createSampler(names: string[], a: Node, b: Node): (i: number) => Map<string, Num> {
   const rng = Rng.derive(0, 'math-verify', canonicalNode(a), canonicalNode(b));
+  // exact arithmetic decides only where it can stay exact: rational functions of the symbols
+  const exactPoint = isRational(a) && isRational(b) ? EXACT_POINT : -1;
   const env = new Map<string, Num>(); // one map, refilled for each point (read before the next)
-  for (let i = 0; i < SAMPLE_COUNT; i++) {
-    deadline.check();
+  // points are drawn in order: call with i = 0, 1, 2, ...
+  return (i) => {
     for (let j = 0; j < names.length; j++) {
-      const exact = i === EXACT_POINT;
+      const exact = i === exactPoint;
       // small denominators at the exact point keep its BigInt arithmetic short
       const q = exact ? 97 + rng.below(256) : 1000 + rng.below(1024);
       const magnitude = i % 2 === 0 ? 0.05 + 0.9 * rng.next() : 1.05 + 1.95 * rng.next();
       const negative = i >= POSITIVE_SAMPLES && ((i >> 1) + j) % 2 === 0; // small and large negatives
       const p = Math.round(magnitude * q) * (negative ? -1 : 1);
       // a double point is exactly itself: its error is 0, only what is computed from it rounds
-      const value = exact ? exactNum(R.ratSmall(p, q)) : { exact: null, f: p / q, err: 0 };
-      env.set(names[j] as string, value);
+      env.set(names[j] as string, exact ? exactNum(R.ratSmall(p, q)) : { exact: null, f: p / q, err: 0 });
     }
-    yield env;
+    return env;
+  };
+}
+
+/** Built from numbers and symbols with + − × ÷, integer powers and |·| only: exact at a rational point. */
+function isRational(n: Node): boolean {
+  switch (n.k) {
+    case 'num':
+      return true;
+    case 'sym':
+      return n.name !== 'e';
+    case 'add':
+      return n.terms.every((t) => isRational(t.x));
+    case 'mul':
+      return n.fs.every(isRational);
+    case 'div':
+      return isRational(n.a) && isRational(n.b);
+    case 'pow':
+      return isRational(n.b) && isInteger(n.e);
+    case 'pct':
+      return isRational(n.x);
+    case 'fn':
+      return n.name === 'abs' && n.args.every(isRational);
+    case 'matrix':
+      return n.rows.every((r) => r.every(isRational));
+    default:
+      return false;
   }
+}
+
+function isInteger(n: Node): boolean {
+  if (n.k === 'num') return n.v.d === 1n;
+  return n.k === 'add' && n.terms.length === 1 && n.terms[0]?.sign === -1 && isInteger(n.terms[0].x);
 }
