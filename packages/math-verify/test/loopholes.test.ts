@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { verify } from '../src/index.js';
+import { answerFormat, isListAnswer, verify } from '../src/index.js';
 
 /**
  * Issue 23: answers a policy could be paid for although they are wrong. Each case failed (was
@@ -83,4 +83,35 @@ describe('loopholes closed (issue 23)', () => {
       expect(verify(gold, response).correct).toBe(want);
     },
   );
+
+  it('answerFormat counts distinct final answers: a repeat of the same answer is one', () => {
+    expect(answerFormat('\\boxed{3} so again \\boxed{3}')).toMatchObject({
+      boxes: 2,
+      distinct: 1,
+      kind: 'one',
+    });
+    expect(answerFormat('\\boxed{\\frac12}, i.e. \\boxed{1/2}')).toMatchObject({ distinct: 1, kind: 'one' });
+    expect(answerFormat('I think \\boxed{2}. Hmm, no: \\boxed{3}.')).toMatchObject({
+      distinct: 2,
+      kind: 'many',
+    });
+    expect(answerFormat('\\boxed{3} and <answer>4</answer>')).toMatchObject({ distinct: 2, kind: 'many' });
+    expect(answerFormat('no answer')).toMatchObject({ distinct: 0, kind: 'none' });
+  });
+
+  it('an identical repeated box is one answer for verify too', () => {
+    expect(verify('5', '\\boxed{5}\\boxed{5}').correct).toBe(true);
+    expect(verify('5', '\\boxed{5}, \\boxed{5}').correct).toBe(true);
+    expect(verify('5', '\\boxed{5}, \\boxed{6}').correct).toBe(false);
+  });
+
+  it('isListAnswer tells several values from one', () => {
+    expect(isListAnswer('1, 2, 3')).toBe(true);
+    expect(isListAnswer('\\{1, 2\\}')).toBe(true);
+    expect(isListAnswer('\\pm 2')).toBe(true);
+    expect(isListAnswer('3')).toBe(false);
+    expect(isListAnswer('1,000')).toBe(false);
+    expect(isListAnswer('(1, 2)')).toBe(false); // one point
+    expect(isListAnswer('x = 5')).toBe(false);
+  });
 });
