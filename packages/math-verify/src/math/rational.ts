@@ -52,9 +52,25 @@ export function ratFromDecimal(text: string): Rat {
   return rat(BigInt(digits), 10n ** BigInt(frac.length));
 }
 
-export const add = (a: Rat, b: Rat): Rat => rat(a.n * b.d + b.n * a.d, a.d * b.d);
-export const sub = (a: Rat, b: Rat): Rat => rat(a.n * b.d - b.n * a.d, a.d * b.d);
-export const mul = (a: Rat, b: Rat): Rat => rat(a.n * b.n, a.d * b.d);
+/** Parts below 2^25: sums of two products stay below 2^53, so doubles compute them exactly. */
+const SMALL = 1n << 25n;
+const small = (a: Rat): boolean => a.n < SMALL && a.n > -SMALL && a.d < SMALL;
+
+/** n/d from exact doubles (|n|, d < 2^53, d > 0), reduced without BigInt arithmetic. */
+function ratOfDoubles(n: number, d: number): Rat {
+  const g = gcdSmall(Math.abs(n), d);
+  return { n: BigInt(n / g), d: BigInt(d / g) };
+}
+
+export const add = (a: Rat, b: Rat): Rat =>
+  small(a) && small(b)
+    ? ratOfDoubles(Number(a.n) * Number(b.d) + Number(b.n) * Number(a.d), Number(a.d) * Number(b.d))
+    : rat(a.n * b.d + b.n * a.d, a.d * b.d);
+export const sub = (a: Rat, b: Rat): Rat => add(a, neg(b));
+export const mul = (a: Rat, b: Rat): Rat =>
+  small(a) && small(b)
+    ? ratOfDoubles(Number(a.n) * Number(b.n), Number(a.d) * Number(b.d))
+    : rat(a.n * b.n, a.d * b.d);
 export const div = (a: Rat, b: Rat): Rat => rat(a.n * b.d, a.d * b.n);
 export const neg = (a: Rat): Rat => ({ n: -a.n, d: a.d });
 export const eq = (a: Rat, b: Rat): boolean => a.n === b.n && a.d === b.d;
