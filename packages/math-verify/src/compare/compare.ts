@@ -180,11 +180,9 @@ function toInterval(r: { parts: Node[]; ops: string[] }): Node | null {
 
 const NO_SYMBOLS: Env = new Map();
 
-/** The points to compare at: `at(i)` for i < `count`; one empty environment for constants. */
-function pointsFor(names: string[], a: Node, b: Node): { count: number; at: (i: number) => Env } {
-  if (names.length === 0) return { count: 1, at: () => NO_SYMBOLS };
-  return { count: SAMPLE_COUNT, at: createSampler(names, a, b) };
-}
+/** The sampler of a comparison with free symbols; null for constants (one point, no symbols). */
+const samplerFor = (names: string[], a: Node, b: Node): ((i: number) => Env) | null =>
+  names.length === 0 ? null : createSampler(names, a, b);
 
 /**
  * a = c·b at every sample point for one constant c (c ≠ 0; c > 0 when sign matters). A point
@@ -196,10 +194,10 @@ function proportional(a: Node, b: Node, sign: 'any' | 'positive', o: CompareOpti
   const fb = names.length === 0 ? b : foldConstants(b, o.deadline);
   let ratio: Num | null = null;
   let valid = 0;
-  const points = pointsFor(names, a, b);
-  for (let i = 0; i < points.count; i++) {
+  const sampler = samplerFor(names, a, b);
+  for (let i = 0; i < (sampler ? SAMPLE_COUNT : 1); i++) {
     o.deadline.check();
-    const env = points.at(i);
+    const env = sampler ? sampler(i) : NO_SYMBOLS;
     const va = scalarValue(fa, env, o);
     const vb = scalarValue(fb, env, o);
     if (va === null || vb === null) {
@@ -260,17 +258,30 @@ function itemEqual(g: Node, p: Node, o: CompareOptions): boolean {
 
 /** Same elements both ways (duplicates collapse, order ignored); each pair is compared once. */
 function sameSet(gs: Node[], ps: Node[], o: CompareOptions): boolean {
-  const memo = new Map<number, boolean>();
-  const eq = (i: number, j: number): boolean => {
-    const key = i * ps.length + j;
-    let hit = memo.get(key);
-    if (hit === undefined) {
-      hit = itemEqual(gs[i] as Node, ps[j] as Node, o);
-      memo.set(key, hit);
-    }
-    return hit;
-  };
-  return gs.every((_, i) => ps.some((_, j) => eq(i, j))) && ps.every((_, j) => gs.some((_, i) => eq(i, j)));
+  // 0: not compared yet, 1: equal, 2: not equal
+  const memo = new Uint8Array(gs.length * ps.length);
+  const eq = memoEqual.bind(null, gs, ps, o, memo);
+  for (let i = 0; i < gs.length; i++) if (!anyOf(ps.length, (j) => eq(i, j))) return false;
+  for (let j = 0; j < ps.length; j++) if (!anyOf(gs.length, (i) => eq(i, j))) return false;
+  return true;
+}
+
+function memoEqual(
+  gs: Node[],
+  ps: Node[],
+  o: CompareOptions,
+  memo: Uint8Array,
+  i: number,
+  j: number,
+): boolean {
+  const k = i * ps.length + j;
+  if (memo[k] === 0) memo[k] = itemEqual(gs[i] as Node, ps[j] as Node, o) ? 1 : 2;
+  return memo[k] === 1;
+}
+
+function anyOf(n: number, f: (i: number) => boolean): boolean {
+  for (let i = 0; i < n; i++) if (f(i)) return true;
+  return false;
 }
 
 function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
@@ -316,10 +327,10 @@ function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
   const fg = names.length === 0 ? gold : foldConstants(gold, o.deadline);
   const fp = names.length === 0 ? pred : foldConstants(pred, o.deadline);
   let valid = 0;
-  const points = pointsFor(names, gold, pred);
-  for (let i = 0; i < points.count; i++) {
+  const sampler = samplerFor(names, gold, pred);
+  for (let i = 0; i < (sampler ? SAMPLE_COUNT : 1); i++) {
     o.deadline.check();
-    const env = points.at(i);
+    const env = sampler ? sampler(i) : NO_SYMBOLS;
     const a = valueAt(fg, env, o);
     const b = valueAt(fp, env, o);
     if (a === null || b === null) {
