@@ -1,6 +1,5 @@
-import { Rng } from '@agentrl/protocol';
+import { fnv1a, fnv1aWord, Rng } from '@agentrl/protocol';
 import type { Node } from '../latex/ast.js';
-import { canonicalNode } from '../latex/serialize.js';
 import { exactNum, type Num } from '../math/evaluate.js';
 import * as R from '../math/rational.js';
 
@@ -67,7 +66,7 @@ const EXACT_POINT = 1;
  * 1 < |x| < 3; each symbol gets its own draw, so x and y are told apart.
  */
 export function createSampler(names: string[], a: Node, b: Node): (i: number) => Map<string, Num> {
-  const rng = Rng.derive(0, 'math-verify', canonicalNode(a), canonicalNode(b));
+  const rng = Rng.seeded(hashNode(b, hashNode(a, fnv1a('math-verify'))));
   // exact arithmetic decides only where it can stay exact: rational functions of the symbols
   const exactPoint = isRational(a) && isRational(b) ? EXACT_POINT : -1;
   const env = new Map<string, Num>(); // one map, refilled for each point (read before the next)
@@ -116,4 +115,54 @@ function isRational(n: Node): boolean {
 function isInteger(n: Node): boolean {
   if (n.k === 'num') return n.v.d === 1n;
   return n.k === 'add' && n.terms.length === 1 && n.terms[0]?.sign === -1 && isInteger(n.terms[0].x);
+}
+
+/** FNV-1a over an expression's structure (kinds, names, signs, numbers): its sampling seed, no strings built. */
+function hashNode(n: Node, h: number): number {
+  let x = fnv1a(n.k, h);
+  switch (n.k) {
+    case 'num':
+      return fnv1aWord(fnv1aWord(x, Number(BigInt.asUintN(32, n.v.n))), Number(BigInt.asUintN(32, n.v.d)));
+    case 'sym':
+      return fnv1a(n.name, x);
+    case 'const':
+      return fnv1a(n.name, x);
+    case 'text':
+      return fnv1a(n.s, x);
+    case 'add':
+      for (const t of n.terms) x = hashNode(t.x, fnv1a(String(t.sign), x));
+      return x;
+    case 'mul':
+      for (const f of n.fs) x = hashNode(f, x);
+      return x;
+    case 'div':
+      return hashNode(n.b, hashNode(n.a, x));
+    case 'pow':
+      return hashNode(n.e, hashNode(n.b, x));
+    case 'fn':
+      x = fnv1a(n.name, x);
+      for (const arg of n.args) x = hashNode(arg, x);
+      return x;
+    case 'pct':
+      return hashNode(n.x, x);
+    case 'tuple':
+      x = fnv1a(n.open + n.close, x);
+      for (const item of n.items) x = hashNode(item, x);
+      return x;
+    case 'set':
+    case 'list':
+      for (const item of n.items) x = hashNode(item, x);
+      return x;
+    case 'matrix':
+      for (const row of n.rows) for (const c of row) x = hashNode(c, x);
+      return fnv1aWord(x, n.rows.length);
+    case 'rel':
+      x = fnv1a(n.ops.join(), x);
+      for (const part of n.parts) x = hashNode(part, x);
+      return x;
+    case 'setop':
+      x = fnv1a(n.op, x);
+      for (const part of n.parts) x = hashNode(part, x);
+      return x;
+  }
 }
