@@ -198,7 +198,7 @@ function power(b: Val, e: Val): Val {
 
 /** Real powers, including odd roots of negatives written as x^{1/3}. */
 function realPow(b: number, e: number, exact: R.Rat | null): number {
-  if (b < 0 && exact && exact.d % 2n === 1n) {
+  if (b < 0 && exact && exact.d !== 1n && exact.d % 2n === 1n) {
     const m = Math.abs(b) ** e;
     return exact.n % 2n === 0n ? m : -m;
   }

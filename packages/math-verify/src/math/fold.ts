@@ -1,5 +1,5 @@
 import type { Deadline } from '../deadline.js';
-import type { Node } from '../latex/ast.js';
+import type { Node, TermSign } from '../latex/ast.js';
 import { evaluate, NotNumeric } from './evaluate.js';
 import * as R from './rational.js';
 
@@ -18,7 +18,7 @@ export function foldConstants(node: Node, deadline: Deadline): Node {
   let out: Node;
   switch (node.k) {
     case 'add':
-      out = { k: 'add', terms: node.terms.map((t) => ({ sign: t.sign, x: foldConstants(t.x, deadline) })) };
+      out = { k: 'add', terms: node.terms.map((t) => foldTerm(t.sign, foldConstants(t.x, deadline))) };
       if (node.terms.some((t) => t.sign === 'pm' || t.sign === 'mp')) return out;
       break;
     case 'mul':
@@ -72,3 +72,8 @@ function exactValue(n: Node, deadline: Deadline): Node | null {
 }
 
 const literal = (v: R.Rat): Node => ({ k: 'num', v, dec: null });
+
+/** A subtracted number becomes an added negative one: no negation at each point. */
+function foldTerm(sign: TermSign, x: Node): { sign: TermSign; x: Node } {
+  return sign === -1 && x.k === 'num' ? { sign: 1, x: literal(R.neg(x.v)) } : { sign, x };
+}
