@@ -36,6 +36,7 @@ describe('loopholes closed (issue 23)', () => {
     ['x^2+1', '\\boxed{x^2+1+10^{-12}}'],
     ['\\frac{1}{x}', '\\boxed{\\frac{1}{x}+10^{-30}x^3}'],
     ['y = x^2', '\\boxed{y = x^2 + 10^{-12}x}'], // equations compare exactly too
+    ['10^{20}', '\\boxed{10^{20}+1}'], // exact values that round to the same double
     ['1', '\\boxed{1+10^{-12}\\pi}'], // floats: the tolerance is the evaluation's own rounding error
     ['x^2+1', '\\boxed{x^2+1+10^{-12}\\ln x}'],
     ['\\sin x', '\\boxed{\\sin x + 10^{-13}\\cos x}'],

@@ -45,7 +45,8 @@ export function decimalLiteral(n: Node): number | null {
  */
 export function numbersClose(a: Num, b: Num, floatRounding: number, ga?: Node, pb?: Node): boolean {
   if (a.exact && b.exact && R.eq(a.exact, b.exact)) return true;
-  if (a.f === b.f) return Number.isFinite(a.f) || !Number.isNaN(a.f);
+  // the same double is not the same number when both are exact (10^{20} + 1 against 10^{20})
+  if (a.f === b.f && !(a.exact && b.exact)) return Number.isFinite(a.f) || !Number.isNaN(a.f);
   if (!Number.isFinite(a.f) || !Number.isFinite(b.f)) return false;
   if (b.exact && integerLiteral(ga)) return false; // exact equality failed above
   const written =

@@ -57,13 +57,13 @@ const EXACT_POINT = 1;
 /**
  * The sample assignments of one comparison, drawn from a stream seeded by the two expressions:
  * deterministic for a pair, yet no response can know in advance where it will be evaluated (a
- * polynomial vanishing at fixed points was the hack). Each value is a random p/q. At one point, when
- * both sides are rational functions, it is the exact rational (q in [97, 353)), so polynomials and
- * rational functions with rational coefficients evaluate exactly and a difference below double precision (`+ 10^{-30}x^3`) is still
- * seen (a nonzero rational function vanishes at a point drawn after it was written only by
- * chance); at the others it is a double (q in [1000, 2024)), compared within the rounding-error
- * bounds that evaluation carries. Even points have |x| < 1 (arcsin's domain), odd ones
- * 1 < |x| < 3; each symbol gets its own draw, so x and y are told apart.
+ * polynomial vanishing at fixed points was the hack). Each value is a random p/q with q in
+ * [1000, 2024), a double, and results are compared within the rounding-error bounds evaluation
+ * carries. Even points have |x| < 1 (arcsin's domain), odd ones 1 < |x| < 3; each symbol gets its
+ * own draw, so x and y are told apart. When both sides are rational functions, one point is
+ * instead an exact integer in [2^20, 2^21) (negative where the others are), evaluated in BigInt, so
+ * a difference below double precision (`+ 10^{-30}x^3`) is still seen: a nonzero rational function
+ * vanishes at a point drawn after it was written only by chance (a pole there is as unlikely).
  */
 export function createSampler(names: string[], a: Node, b: Node): (i: number) => Map<string, Num> {
   const rng = Rng.seeded(hashNode(b, hashNode(a, fnv1a('math-verify'))));
@@ -74,13 +74,13 @@ export function createSampler(names: string[], a: Node, b: Node): (i: number) =>
   return (i) => {
     for (let j = 0; j < names.length; j++) {
       const exact = i === exactPoint;
-      // small denominators at the exact point keep its BigInt arithmetic short
-      const q = exact ? 97 + rng.below(256) : 1000 + rng.below(1024);
+      const q = 1000 + rng.below(1024);
       const magnitude = i % 2 === 0 ? 0.05 + 0.9 * rng.next() : 1.05 + 1.95 * rng.next();
       const negative = i >= POSITIVE_SAMPLES && ((i >> 1) + j) % 2 === 0; // small and large negatives
-      const p = Math.round(magnitude * q) * (negative ? -1 : 1);
+      // the exact point is an integer in [2^20, 2^21): no denominators, so no gcd at each step
+      const p = (exact ? 2 ** 20 + rng.below(2 ** 20) : Math.round(magnitude * q)) * (negative ? -1 : 1);
       // a double point is exactly itself: its error is 0, only what is computed from it rounds
-      env.set(names[j] as string, exact ? exactNum(R.ratSmall(p, q)) : { exact: null, f: p / q, err: 0 });
+      env.set(names[j] as string, exact ? exactNum(R.rat(BigInt(p))) : { exact: null, f: p / q, err: 0 });
     }
     return env;
   };

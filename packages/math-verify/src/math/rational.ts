@@ -39,12 +39,6 @@ export function rat(n: bigint, d: bigint = 1n): Rat {
   return g > 1n ? { n: n / g, d: d / g } : { n, d };
 }
 
-/** p/q from two safe integers (q > 0), reduced in doubles: no BigInt gcd. */
-export function ratSmall(p: number, q: number): Rat {
-  const g = gcdSmall(Math.abs(p), q);
-  return { n: BigInt(p / g), d: BigInt(q / g) };
-}
-
 /** Parses `123`, `0.25`, `.5` into an exact rational (decimal literals are exact decimals). */
 export function ratFromDecimal(text: string): Rat {
   const [intPart = '', frac = ''] = text.split('.');
