@@ -272,18 +272,23 @@ function func(name: string, args: Val[]): Val {
       return x.exact ? exactNum(R.rat(floorDiv(x.exact.n, x.exact.d))) : step(Math.floor(f), x);
     case 'ceil':
       return x.exact ? exactNum(R.rat(-floorDiv(-x.exact.n, x.exact.d))) : step(Math.ceil(f), x);
+    // slopes may be upper bounds (|cos| ≤ 1): the error stays a bound, and no second libm call
     case 'sin':
-      return fn1(Math.sin(f), Math.cos(f), x);
+      return fn1(Math.sin(f), 1, x);
     case 'cos':
-      return fn1(Math.cos(f), Math.sin(f), x);
+      return fn1(Math.cos(f), 1, x);
     case 'tan': {
       const t = Math.tan(f);
       return fn1(t, 1 + t * t, x);
     }
-    case 'sec':
-      return fn1(1 / Math.cos(f), Math.tan(f) / Math.cos(f), x);
-    case 'csc':
-      return fn1(1 / Math.sin(f), 1 / (Math.tan(f) * Math.sin(f)), x);
+    case 'sec': {
+      const r = 1 / Math.cos(f);
+      return fn1(r, r * r, x);
+    }
+    case 'csc': {
+      const r = 1 / Math.sin(f);
+      return fn1(r, r * r, x);
+    }
     case 'cot': {
       const c = 1 / Math.tan(f);
       return fn1(c, 1 + c * c, x);
@@ -294,10 +299,14 @@ function func(name: string, args: Val[]): Val {
       return fn1(Math.acos(f), 1 / Math.sqrt(1 - f * f), x);
     case 'arctan':
       return fn1(Math.atan(f), 1 / (1 + f * f), x);
-    case 'sinh':
-      return fn1(Math.sinh(f), Math.cosh(f), x);
-    case 'cosh':
-      return fn1(Math.cosh(f), Math.sinh(f), x);
+    case 'sinh': {
+      const r = Math.sinh(f);
+      return fn1(r, Math.abs(r) + 1, x);
+    }
+    case 'cosh': {
+      const r = Math.cosh(f);
+      return fn1(r, r, x);
+    }
     case 'tanh': {
       const t = Math.tanh(f);
       return fn1(t, 1 - t * t, x);
