@@ -45,6 +45,13 @@ describe('loopholes closed (issue 23)', () => {
   });
 
   it.each([
+    ['7', '\\boxed{3 + \\arccos(\\cos 0)}'],
+    ['7', '\\boxed{7 + \\arcsin(\\sin\\frac{\\pi}{2})}'],
+  ])('an unbounded error bound decides nothing: gold %j, %j', (gold, response) => {
+    expect(verify(gold, response).correct).toBe(false);
+  });
+
+  it.each([
     ['1', '\\boxed{\\sin^2 x + \\cos^2 x}'],
     ['\\tan^2 y + 1', '\\boxed{\\sec^2 y}'],
     ['\\frac{\\sqrt{3}}{2}', '\\boxed{\\sin\\frac{\\pi}{3}}'],

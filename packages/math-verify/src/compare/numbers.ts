@@ -9,14 +9,19 @@ import * as R from '../math/rational.js';
  */
 const ERR_FACTOR = 4;
 
-/** Do two floats agree within their rounding errors? */
+/**
+ * Do two floats agree within their rounding errors? An unbounded error (arcsin at ±1 of a rounded
+ * value, 1/x next to a pole) decides nothing, so it is never agreement: else any answer plus
+ * `\\arccos(\\cos 0)` would match every gold.
+ */
 export function floatsAgree(a: Num, b: Num): boolean {
-  return Math.abs(a.f - b.f) <= ERR_FACTOR * (a.err + b.err);
+  const err = a.err + b.err;
+  return Number.isFinite(err) && Math.abs(a.f - b.f) <= ERR_FACTOR * err;
 }
 
-/** Exactly zero, or a float within its rounding error of zero. */
+/** Exactly zero, or a float within its (bounded) rounding error of zero. */
 export function isZero(a: Num): boolean {
-  return a.exact ? a.exact.n === 0n : Math.abs(a.f) <= ERR_FACTOR * a.err;
+  return a.exact ? a.exact.n === 0n : Number.isFinite(a.err) && Math.abs(a.f) <= ERR_FACTOR * a.err;
 }
 
 /** An integer written as such (`5`, `-12`), the kind of gold that accepts only integer values. */

@@ -142,7 +142,8 @@ export function numOp(a: Num, b: Num, op: 'add' | 'mul'): Num {
 }
 
 /** A float function of one argument: its value, and the input's error scaled by |f'(x)| plus 4 ulps. */
-const fn1 = (f: number, slope: number, x: Num): Num => floatNum(f, Math.abs(slope) * x.err + ulp(f, 4));
+const fn1 = (f: number, slope: number, x: Num): Num =>
+  floatNum(f, (x.err === 0 ? 0 : Math.abs(slope) * x.err) + ulp(f, 4)); // an exact input has no error to scale
 
 function binary(a: Val, b: Val, op: 'add' | 'mul'): Val {
   if (!isMat(a) && !isMat(b)) return numOp(a, b, op);
