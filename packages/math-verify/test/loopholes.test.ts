@@ -47,6 +47,8 @@ describe('loopholes closed (issue 23)', () => {
   it.each([
     ['7', '\\boxed{3 + \\arccos(\\cos 0)}'],
     ['7', '\\boxed{7 + \\arcsin(\\sin\\frac{\\pi}{2})}'],
+    ['1000', '\\boxed{7 + \\tan(\\frac{\\pi}{2} - 10^{-15}) - \\tan(\\frac{\\pi}{2} - 10^{-15})}'],
+    ['x', '\\boxed{x + 5 + \\tan(\\frac{\\pi}{2} - 10^{-15}) - \\tan(\\frac{\\pi}{2} - 10^{-15})}'],
   ])('an unbounded error bound decides nothing: gold %j, %j', (gold, response) => {
     expect(verify(gold, response).correct).toBe(false);
   });

@@ -14,7 +14,7 @@ import {
 import { foldConstants } from '../math/fold.js';
 import * as R from '../math/rational.js';
 import { expandPm } from './expand.js';
-import { floatsAgree, isZero, numbersClose } from './numbers.js';
+import { decidable, floatsAgree, isZero, numbersClose } from './numbers.js';
 import { hasSymbols, isVariableLike, type Reduced, reduceRelation } from './reduce.js';
 import { createSampler, SAMPLE_COUNT, symbolsOf } from './sample.js';
 
@@ -204,7 +204,7 @@ function proportional(a: Node, b: Node, sign: 'any' | 'positive', o: CompareOpti
       if (va !== vb) return false;
       continue;
     }
-    if (!Number.isFinite(va.err) || !Number.isFinite(vb.err)) continue; // no usable precision here
+    if (!decidable(va) || !decidable(vb)) continue; // no usable precision at this point
     const za = isZero(va);
     const zb = isZero(vb);
     if (za && zb) continue;
@@ -348,7 +348,7 @@ function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
       const da = Number.isFinite(a.f);
       const db = Number.isFinite(b.f);
       if (da !== db) return false;
-      if (!da || !Number.isFinite(a.err) || !Number.isFinite(b.err)) continue;
+      if (!da || !decidable(a) || !decidable(b)) continue;
     }
     if (!numbersClose(a, b, o.floatRounding, gold, pred)) return false;
     valid++;

@@ -10,18 +10,27 @@ import * as R from '../math/rational.js';
 const ERR_FACTOR = 4;
 
 /**
- * Do two floats agree within their rounding errors? An unbounded error (arcsin at ±1 of a rounded
- * value, 1/x next to a pole) decides nothing, so it is never agreement: else any answer plus
- * `\\arccos(\\cos 0)` would match every gold.
+ * Past this error bound (relative to the value, or absolute below 1) a float decides nothing: its
+ * computation lost the answer (arcsin at ±1 of a rounded value, tan next to its pole, a difference
+ * of two huge equal terms). Without it an answer could carry a zero whose bound is huge
+ * (`7 + \\tan(\\frac{\\pi}{2} - 10^{-15}) - \\tan(\\frac{\\pi}{2} - 10^{-15})`) and match every gold;
+ * with it, equality is never looser than the relative 1e-9 used before.
  */
-export function floatsAgree(a: Num, b: Num): boolean {
-  const err = a.err + b.err;
-  return Number.isFinite(err) && Math.abs(a.f - b.f) <= ERR_FACTOR * err;
+const MAX_ERR = 1e-10;
+
+/** Is this value's error bound small enough for a comparison to mean anything? */
+export function decidable(a: Num): boolean {
+  return a.err <= MAX_ERR * Math.max(1, Math.abs(a.f)); // false for NaN and infinite bounds too
 }
 
-/** Exactly zero, or a float within its (bounded) rounding error of zero. */
+/** Do two floats agree within their rounding errors (both decidable)? */
+export function floatsAgree(a: Num, b: Num): boolean {
+  return decidable(a) && decidable(b) && Math.abs(a.f - b.f) <= ERR_FACTOR * (a.err + b.err);
+}
+
+/** Exactly zero, or a decidable float within its rounding error of zero. */
 export function isZero(a: Num): boolean {
-  return a.exact ? a.exact.n === 0n : Number.isFinite(a.err) && Math.abs(a.f) <= ERR_FACTOR * a.err;
+  return a.exact ? a.exact.n === 0n : decidable(a) && Math.abs(a.f) <= ERR_FACTOR * a.err;
 }
 
 /** An integer written as such (`5`, `-12`), the kind of gold that accepts only integer values. */
