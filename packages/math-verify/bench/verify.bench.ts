@@ -5,6 +5,7 @@
  *  - compute-engine: our extraction, then @cortex-js/compute-engine parse + isEqual (a CAS alone)
  * Writes the headline figures to <repo root>/bench-results/math-verify.json.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, totalmem } from 'node:os';
@@ -98,8 +99,19 @@ const stats = Object.fromEntries(
   }),
 );
 const subject = stats['math-verify'] as { p50_ms: number; p99_ms: number };
+/** The commit measured, with `+dirty` when the work tree differs from it (figures in docs quote this). */
+function commitOf(): string {
+  try {
+    const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8' }).trim();
+    return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--', '.').length > 0 ? '+dirty' : ''}`;
+  } catch {
+    return 'unknown';
+  }
+}
+
 const result = {
   package: '@agentrl/math-verify',
+  commit: commitOf(),
   date: new Date().toISOString(),
   machine: `${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   cases: cases.length,

@@ -1,4 +1,4 @@
-export { type AnswerFormat, answerFormat } from './answer-format.js';
+export { type AnswerFormat, answerFormat, isListAnswer } from './answer-format.js';
 export { CAS_MAX_CHARS, warmCas } from './cas.js';
 export { DEFAULT_VERIFY_OPTIONS, type VerifyOptions, VerifyOptionsSchema } from './config.js';
 export { MathVerifyError, MathVerifyErrorCode } from './errors.js';

@@ -45,9 +45,14 @@ describe('public API', () => {
   });
 
   it('answerFormat counts final answers for the RoC format penalty', () => {
-    expect(answerFormat('no answer')).toEqual({ boxes: 0, tags: 0, kind: 'none' });
-    expect(answerFormat('so \\boxed{3}')).toEqual({ boxes: 1, tags: 0, kind: 'one' });
-    expect(answerFormat('\\boxed{3} or maybe \\boxed{4}')).toEqual({ boxes: 2, tags: 0, kind: 'many' });
+    expect(answerFormat('no answer')).toEqual({ boxes: 0, tags: 0, distinct: 0, kind: 'none' });
+    expect(answerFormat('so \\boxed{3}')).toEqual({ boxes: 1, tags: 0, distinct: 1, kind: 'one' });
+    expect(answerFormat('\\boxed{3} or maybe \\boxed{4}')).toEqual({
+      boxes: 2,
+      tags: 0,
+      distinct: 2,
+      kind: 'many',
+    });
     expect(answerFormat('\\boxed{\\boxed{3}}').boxes).toBe(1);
     expect(answerFormat('<answer>3</answer>').kind).toBe('one');
   });

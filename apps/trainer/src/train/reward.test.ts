@@ -42,4 +42,26 @@ describe('reward', () => {
     expect(rewardOf('1/2', 'we get x = 0.5 in the end', 'rstar', v).reward).toBe(1);
     expect(rewardOf('204', 'Answer: 205', 'rstar', v).reward).toBe(0);
   });
+
+  it('refuses several different final answers, even when the last one is right (issue 23)', () => {
+    const hedge = 'I think \\boxed{201953}. Hmm, no: \\boxed{201954}.';
+    for (const mode of ['boxed-integer', 'boxed', 'rstar', 'any'] as const)
+      expect(rewardOf('201954', hedge, mode, v).reward, mode).toBe(0);
+    expect(rewardOf('3', 'It is \\boxed{3} or <answer>4</answer>', 'rstar', v).reward).toBe(0);
+  });
+
+  it('refuses a prose list where the gold is one value, accepts it where the gold is that list', () => {
+    expect(rewardOf('3', 'So the answer is 1, 2, 3.', 'rstar', v).reward).toBe(0);
+    expect(rewardOf('3', 'The answers are 1, 2, 3', 'rstar', v).reward).toBe(0);
+    expect(rewardOf('1, 2, 3', 'So the answer is 1, 2, 3.', 'rstar', v).reward).toBe(1);
+  });
+
+  it('does not penalise the same answer repeated', () => {
+    const twice = 'so \\boxed{201954}.\n\nFinal answer: \\boxed{201954}';
+    for (const mode of ['boxed-integer', 'boxed', 'rstar', 'any'] as const)
+      expect(rewardOf('201954', twice, mode, v), mode).toEqual({ reward: 1, answer: '201954' });
+    expect(rewardOf('201954', '\\boxed{201,954} = \\boxed{201954}', 'boxed-integer', v).reward).toBe(1);
+    expect(rewardOf('5', '\\boxed{5}\\boxed{5}', 'any', v).reward).toBe(1);
+    expect(rewardOf('1/2', '\\boxed{\\frac{1}{2}}, that is \\boxed{0.5}', 'boxed', v).reward).toBe(1);
+  });
 });

@@ -1,4 +1,5 @@
 import { countBoxedAnswers, formatPenaltyFromCount } from '@agentrl/grpo';
+import { answerFormat, isListAnswer } from '@agentrl/math-verify';
 import type { Group, Trajectory } from '@agentrl/protocol';
 
 /** The verifier the reward uses: @agentrl/math-verify's `verify`. */
@@ -52,13 +53,35 @@ export function markedAnswer(text: string): string | null {
 }
 
 /**
- * Reward 1 or 0 for one response. `boxed` verifies only the last \\boxed{} (the answer the system
- * prompt asks for), so text that merely ends in an expression is not an answer; `boxed-integer`
- * also requires an integer literal, so restating the question's `612 * 797` is not an answer to
- * "what is 612 * 797?" even though a CAS finds it equal. Both close a reward hack plain GRPO found
- * on the synthetic task (BENCHMARKS.md).
+ * Does the response commit to several different final answers? Boxes or `<answer>` tags that are
+ * not all the same answer (a repeat of one answer, `\\boxed{5}` twice, is fine), or a marked
+ * answer that is a list ("the answers are 1, 2, 3") where the gold is one value. rStar2-Agent's
+ * answer-format rule: hedging is not answering, even when the last candidate is right.
+ */
+export function hedges(gold: string, text: string): boolean {
+  if (answerFormat(text).kind === 'many') return true;
+  const marked = markedAnswer(text);
+  return marked !== null && isListAnswer(marked) && !isListAnswer(gold);
+}
+
+/**
+ * Reward 1 or 0 for one response, 0 in every mode when it `hedges`. `boxed` verifies only the last
+ * \\boxed{} (the answer the system prompt asks for), so text that merely ends in an expression is
+ * not an answer; `boxed-integer` also requires an integer literal, so restating the question's
+ * `612 * 797` is not an answer to "what is 612 * 797?" even though a CAS finds it equal. Both close
+ * a reward hack plain GRPO found on the synthetic task (BENCHMARKS.md).
  */
 export function rewardOf(
+  gold: string,
+  text: string,
+  mode: RewardMode,
+  verify: Verify,
+): { reward: number; answer: string | null } {
+  const r = readAndVerify(gold, text, mode, verify);
+  return r.reward === 1 && hedges(gold, text) ? { reward: 0, answer: r.answer } : r;
+}
+
+function readAndVerify(
   gold: string,
   text: string,
   mode: RewardMode,

@@ -1,11 +1,22 @@
 import type { Deadline } from '../deadline.js';
 import type { Node } from '../latex/ast.js';
 import { canonicalNode } from '../latex/serialize.js';
-import { evaluate, isMat, NotNumeric, type Val } from '../math/evaluate.js';
+import {
+  type Env,
+  evaluate,
+  inverse,
+  isMat,
+  NotNumeric,
+  type Num,
+  numOp,
+  type Val,
+} from '../math/evaluate.js';
+import { foldConstants } from '../math/fold.js';
+import * as R from '../math/rational.js';
 import { expandPm } from './expand.js';
-import { numbersClose } from './numbers.js';
+import { decidable, floatsAgree, isZero, numbersClose } from './numbers.js';
 import { hasSymbols, isVariableLike, type Reduced, reduceRelation } from './reduce.js';
-import { SAMPLE_COUNT, sampleEnv, symbolsOf } from './sample.js';
+import { createSampler, SAMPLE_COUNT, symbolsOf } from './sample.js';
 
 export interface CompareOptions {
   deadline: Deadline;
@@ -167,32 +178,56 @@ function toInterval(r: { parts: Node[]; ops: string[] }): Node | null {
   return null;
 }
 
-/** a = c·b at every sample point for one constant c (c ≠ 0; c > 0 when sign matters). */
+const NO_SYMBOLS: Env = new Map();
+
+/** The sampler of a comparison with free symbols; null for constants (one point, no symbols). */
+const samplerFor = (names: string[], a: Node, b: Node): ((i: number) => Env) | null =>
+  names.length === 0 ? null : createSampler(names, a, b);
+
+/**
+ * a = c·b at every sample point for one constant c (c ≠ 0; c > 0 when sign matters). A point
+ * where one side is defined and the other is not is a disagreement.
+ */
 function proportional(a: Node, b: Node, sign: 'any' | 'positive', o: CompareOptions): boolean {
   const names = [...symbolsOf(b, symbolsOf(a))];
-  let ratio: number | null = null;
+  const fa = names.length === 0 ? a : foldConstants(a, o.deadline);
+  const fb = names.length === 0 ? b : foldConstants(b, o.deadline);
+  let ratio: Num | null = null;
   let valid = 0;
-  for (let i = 0; i < (names.length === 0 ? 1 : SAMPLE_COUNT); i++) {
-    const env = sampleEnv(names, i, o.deadline);
-    const va = scalarValue(a, env, o);
-    const vb = scalarValue(b, env, o);
-    if (va === null || vb === null) continue;
-    if (va === 0 && vb === 0) continue;
-    if (va === 0 || vb === 0) return false;
-    const r = va / vb;
+  const sampler = samplerFor(names, a, b);
+  for (let i = 0; i < (sampler ? SAMPLE_COUNT : 1); i++) {
+    o.deadline.check();
+    const env = sampler ? sampler(i) : NO_SYMBOLS;
+    const va = scalarValue(fa, env, o);
+    const vb = scalarValue(fb, env, o);
+    if (va === null || vb === null) {
+      if (va !== vb) return false;
+      continue;
+    }
+    if (!decidable(va) || !decidable(vb)) continue; // no usable precision at this point
+    const za = isZero(va);
+    const zb = isZero(vb);
+    if (za && zb) continue;
+    if (za || zb) return false;
+    const r = numOp(va, inverse(vb), 'mul');
     if (ratio === null) ratio = r;
-    else if (Math.abs(r - ratio) > 1e-8 * Math.max(1, Math.abs(ratio))) return false;
+    else if (!(ratio.exact && r.exact ? R.eq(ratio.exact, r.exact) : floatsAgree(ratio, r))) return false;
     valid++;
   }
   if (ratio === null || valid < Math.min(3, names.length === 0 ? 1 : 3)) return false;
-  return sign === 'any' || ratio > 0;
+  return sign === 'any' || ratio.f > 0;
 }
 
-function scalarValue(n: Node, env: Map<string, number>, o: CompareOptions): number | null {
+/** A finite number, or null where the expression is undefined (or not a number). */
+function scalarValue(n: Node, env: Env, o: CompareOptions): Num | null {
+  const v = valueAt(n, env, o);
+  if (v === null || isMat(v) || !Number.isFinite(v.f)) return null;
+  return v;
+}
+
+function valueAt(n: Node, env: Env, o: CompareOptions): Val | null {
   try {
-    const v = evaluate(n, env, o.deadline);
-    if (isMat(v) || !Number.isFinite(v.f)) return null;
-    return v.f;
+    return evaluate(n, env, o.deadline);
   } catch (e) {
     if (e instanceof NotNumeric || e instanceof RangeError) return null;
     throw e;
@@ -221,11 +256,32 @@ function itemEqual(g: Node, p: Node, o: CompareOptions): boolean {
   return answersEqual(g, p, o);
 }
 
-/** Same elements both ways (duplicates collapse, order ignored). */
+/** Same elements both ways (duplicates collapse, order ignored); each pair is compared once. */
 function sameSet(gs: Node[], ps: Node[], o: CompareOptions): boolean {
-  return (
-    gs.every((g) => ps.some((p) => itemEqual(g, p, o))) && ps.every((p) => gs.some((g) => itemEqual(g, p, o)))
-  );
+  // 0: not compared yet, 1: equal, 2: not equal
+  const memo = new Uint8Array(gs.length * ps.length);
+  const eq = memoEqual.bind(null, gs, ps, o, memo);
+  for (let i = 0; i < gs.length; i++) if (!anyOf(ps.length, (j) => eq(i, j))) return false;
+  for (let j = 0; j < ps.length; j++) if (!anyOf(gs.length, (i) => eq(i, j))) return false;
+  return true;
+}
+
+function memoEqual(
+  gs: Node[],
+  ps: Node[],
+  o: CompareOptions,
+  memo: Uint8Array,
+  i: number,
+  j: number,
+): boolean {
+  const k = i * ps.length + j;
+  if (memo[k] === 0) memo[k] = itemEqual(gs[i] as Node, ps[j] as Node, o) ? 1 : 2;
+  return memo[k] === 1;
+}
+
+function anyOf(n: number, f: (i: number) => boolean): boolean {
+  for (let i = 0; i < n; i++) if (f(i)) return true;
+  return false;
 }
 
 function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
@@ -267,41 +323,57 @@ function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
     );
   }
   const names = [...symbolsOf(pred, symbolsOf(gold))];
+  // evaluated at many points: constant parts folded once (the original nodes still decide rounding)
+  const fg = names.length === 0 ? gold : foldConstants(gold, o.deadline);
+  const fp = names.length === 0 ? pred : foldConstants(pred, o.deadline);
   let valid = 0;
-  for (let i = 0; i < (names.length === 0 ? 1 : SAMPLE_COUNT); i++) {
-    const env = sampleEnv(names, i, o.deadline);
-    let a: Val;
-    let b: Val;
-    try {
-      a = evaluate(gold, env, o.deadline);
-      b = evaluate(pred, env, o.deadline);
-    } catch (e) {
-      if (e instanceof NotNumeric || e instanceof RangeError) {
-        if (names.length === 0) return false;
-        continue;
-      }
-      throw e;
+  const sampler = samplerFor(names, gold, pred);
+  for (let i = 0; i < (sampler ? SAMPLE_COUNT : 1); i++) {
+    o.deadline.check();
+    const env = sampler ? sampler(i) : NO_SYMBOLS;
+    const a = valueAt(fg, env, o);
+    const b = valueAt(fp, env, o);
+    if (a === null || b === null) {
+      if (names.length === 0) return false;
+      // defined on one side only (ln(x²) against 2 ln x at x < 0): not the same function
+      if (a !== b) return false;
+      continue;
     }
     if (isMat(a) || isMat(b)) {
-      if (!isMat(a) || !isMat(b)) return false;
-      if (a.rows.length !== b.rows.length) return false;
-      const cells = gold.k === 'matrix' && pred.k === 'matrix';
-      for (let r = 0; r < a.rows.length; r++) {
-        const ra = a.rows[r] ?? [];
-        const rb = b.rows[r] ?? [];
-        if (ra.length !== rb.length) return false;
-        for (let c = 0; c < ra.length; c++) {
-          const gn = cells ? gold.rows[r]?.[c] : undefined;
-          const pn = cells ? pred.rows[r]?.[c] : undefined;
-          if (!numbersClose(ra[c] as never, rb[c] as never, o.floatRounding, gn, pn)) return false;
-        }
-      }
+      if (!isMat(a) || !isMat(b) || !matricesClose(a, b, gold, pred, o)) return false;
       valid++;
       continue;
     }
-    if (names.length > 0 && (!Number.isFinite(a.f) || !Number.isFinite(b.f))) continue;
+    if (names.length > 0) {
+      const da = Number.isFinite(a.f);
+      const db = Number.isFinite(b.f);
+      if (da !== db) return false;
+      if (!da || !decidable(a) || !decidable(b)) continue;
+    }
     if (!numbersClose(a, b, o.floatRounding, gold, pred)) return false;
     valid++;
   }
   return names.length === 0 ? valid === 1 : valid >= 3;
+}
+
+function matricesClose(
+  a: { rows: Num[][] },
+  b: { rows: Num[][] },
+  gold: Node,
+  pred: Node,
+  o: CompareOptions,
+): boolean {
+  if (a.rows.length !== b.rows.length) return false;
+  const cells = gold.k === 'matrix' && pred.k === 'matrix';
+  for (let r = 0; r < a.rows.length; r++) {
+    const ra = a.rows[r] ?? [];
+    const rb = b.rows[r] ?? [];
+    if (ra.length !== rb.length) return false;
+    for (let c = 0; c < ra.length; c++) {
+      const gn = cells ? gold.rows[r]?.[c] : undefined;
+      const pn = cells ? pred.rows[r]?.[c] : undefined;
+      if (!numbersClose(ra[c] as Num, rb[c] as Num, o.floatRounding, gn, pn)) return false;
+    }
+  }
+  return true;
 }

@@ -1,5 +1,7 @@
-import type { Deadline } from '../deadline.js';
+import { fnv1a, fnv1aWord, Rng } from '@agentrl/protocol';
 import type { Node } from '../latex/ast.js';
+import { exactNum, type Num } from '../math/evaluate.js';
+import * as R from '../math/rational.js';
 
 /** Free symbol names of an expression (`e` is Euler's number, not a symbol). */
 export function symbolsOf(n: Node, out: Set<string> = new Set()): Set<string> {
@@ -45,21 +47,122 @@ export function symbolsOf(n: Node, out: Set<string> = new Set()): Set<string> {
   return out;
 }
 
-/** Deterministic magnitudes for numeric identity tests: non-integer, spread out. */
-const POINTS = [0.5772, 1.4151, 2.2361, 0.8415, 1.7327, 2.7191, 0.6937, 1.3863];
-/** The first samples are all positive (where √x and ln x live); the rest mix in negatives, so |x| ≠ x. */
+/** Sample points per comparison with free symbols (was 10 fixed ones). */
+export const SAMPLE_COUNT = 12;
+/** The first points are all positive (where √x and ln x live); the rest mix in negatives, so |x| ≠ x. */
 const POSITIVE_SAMPLES = 6;
+/** The point evaluated in exact rationals; the others are doubles (no BigInt, several times cheaper). */
+const EXACT_POINT = 1;
 
-export const SAMPLE_COUNT = 10;
+/**
+ * The sample assignments of one comparison, drawn from a stream seeded by the two expressions:
+ * deterministic for a pair, yet no response can know in advance where it will be evaluated (a
+ * polynomial vanishing at fixed points was the hack). Each value is a random p/q with q in
+ * [1000, 2024), a double, and results are compared within the rounding-error bounds evaluation
+ * carries. Even points have |x| < 1 (arcsin's domain), odd ones 1 < |x| < 3; each symbol gets its
+ * own draw, so x and y are told apart. When both sides are rational functions, one point is
+ * instead an exact integer in [2^20, 2^21) (negative where the others are), evaluated in BigInt, so
+ * a difference below double precision (`+ 10^{-30}x^3`) is still seen: a nonzero rational function
+ * vanishes at a point drawn after it was written only by chance (a pole there is as unlikely).
+ */
+export function createSampler(names: string[], a: Node, b: Node): (i: number) => Map<string, Num> {
+  const rng = Rng.seeded(hashNode(b, hashNode(a, fnv1a('math-verify'))));
+  // exact arithmetic decides only where it can stay exact: rational functions of the symbols
+  const exactPoint = isRational(a) && isRational(b) ? EXACT_POINT : -1;
+  const env = new Map<string, Num>(); // one map, refilled for each point (read before the next)
+  // points are drawn in order: call with i = 0, 1, 2, ...
+  return (i) => {
+    for (let j = 0; j < names.length; j++) {
+      const exact = i === exactPoint;
+      const q = 1000 + rng.below(1024);
+      const magnitude = i % 2 === 0 ? 0.05 + 0.9 * rng.next() : 1.05 + 1.95 * rng.next();
+      const negative = i >= POSITIVE_SAMPLES && ((i >> 1) + j) % 2 === 0; // small and large negatives
+      // the exact point is an integer in [2^20, 2^21): no denominators, so no gcd at each step
+      const p = (exact ? 2 ** 20 + rng.below(2 ** 20) : Math.round(magnitude * q)) * (negative ? -1 : 1);
+      // a double point is exactly itself: its error is 0, only what is computed from it rounds
+      env.set(names[j] as string, exact ? exactNum(R.rat(BigInt(p))) : { exact: null, f: p / q, err: 0 });
+    }
+    return env;
+  };
+}
 
-/** The i-th sample assignment: each symbol gets a different point so that x and y are told apart. */
-export function sampleEnv(names: string[], i: number, deadline: Deadline): Map<string, number> {
-  deadline.check();
-  const env = new Map<string, number>();
-  names.forEach((name, j) => {
-    const magnitude = (POINTS[(i + 3 * j) % POINTS.length] as number) * (1 + 0.137 * j);
-    const negative = i >= POSITIVE_SAMPLES && (i + j) % 2 === 0;
-    env.set(name, negative ? -magnitude : magnitude);
-  });
-  return env;
+/** Built from numbers and symbols with + − × ÷, integer powers and |·| only: exact at a rational point. */
+function isRational(n: Node): boolean {
+  switch (n.k) {
+    case 'num':
+      return true;
+    case 'sym':
+      return n.name !== 'e';
+    case 'add':
+      return n.terms.every((t) => isRational(t.x));
+    case 'mul':
+      return n.fs.every(isRational);
+    case 'div':
+      return isRational(n.a) && isRational(n.b);
+    case 'pow':
+      return isRational(n.b) && isInteger(n.e);
+    case 'pct':
+      return isRational(n.x);
+    case 'fn':
+      return n.name === 'abs' && n.args.every(isRational);
+    case 'matrix':
+      return n.rows.every((r) => r.every(isRational));
+    default:
+      return false;
+  }
+}
+
+function isInteger(n: Node): boolean {
+  if (n.k === 'num') return n.v.d === 1n;
+  return n.k === 'add' && n.terms.length === 1 && n.terms[0]?.sign === -1 && isInteger(n.terms[0].x);
+}
+
+/** FNV-1a over an expression's structure (kinds, names, signs, numbers): its sampling seed, no strings built. */
+function hashNode(n: Node, h: number): number {
+  let x = fnv1a(n.k, h);
+  switch (n.k) {
+    case 'num':
+      return fnv1aWord(fnv1aWord(x, Number(BigInt.asUintN(32, n.v.n))), Number(BigInt.asUintN(32, n.v.d)));
+    case 'sym':
+      return fnv1a(n.name, x);
+    case 'const':
+      return fnv1a(n.name, x);
+    case 'text':
+      return fnv1a(n.s, x);
+    case 'add':
+      for (const t of n.terms) x = hashNode(t.x, fnv1a(String(t.sign), x));
+      return x;
+    case 'mul':
+      for (const f of n.fs) x = hashNode(f, x);
+      return x;
+    case 'div':
+      return hashNode(n.b, hashNode(n.a, x));
+    case 'pow':
+      return hashNode(n.e, hashNode(n.b, x));
+    case 'fn':
+      x = fnv1a(n.name, x);
+      for (const arg of n.args) x = hashNode(arg, x);
+      return x;
+    case 'pct':
+      return hashNode(n.x, x);
+    case 'tuple':
+      x = fnv1a(n.open + n.close, x);
+      for (const item of n.items) x = hashNode(item, x);
+      return x;
+    case 'set':
+    case 'list':
+      for (const item of n.items) x = hashNode(item, x);
+      return x;
+    case 'matrix':
+      for (const row of n.rows) for (const c of row) x = hashNode(c, x);
+      return fnv1aWord(x, n.rows.length);
+    case 'rel':
+      x = fnv1a(n.ops.join(), x);
+      for (const part of n.parts) x = hashNode(part, x);
+      return x;
+    case 'setop':
+      x = fnv1a(n.op, x);
+      for (const part of n.parts) x = hashNode(part, x);
+      return x;
+  }
 }

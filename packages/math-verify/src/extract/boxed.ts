@@ -84,7 +84,10 @@ export function boxedCandidates(text: string, deadline: Deadline): Candidate[] {
       joinable(text.slice((boxes[j - 1] as Box).end, (boxes[j] as Box).start))
     )
       j--;
-    const run = boxes.slice(j, i + 1);
+    let run = boxes.slice(j, i + 1);
+    // the same answer boxed twice (`\boxed{5}\boxed{5}`) is that answer, not a list of two
+    const first = (run[0] as Box).body.trim();
+    if (run.length > 1 && run.every((b) => b.body.trim() === first)) run = run.slice(-1);
     const last = run[run.length - 1] as Box;
     const pct = percentAfter(text, last.end);
     const body = run.map((b) => `{${b.body}}`).join(' , ');

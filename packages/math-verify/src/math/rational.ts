@@ -6,11 +6,26 @@ export interface Rat {
   readonly d: bigint;
 }
 
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 function gcd(a: bigint, b: bigint): bigint {
   let x = a < 0n ? -a : a;
   let y = b < 0n ? -b : b;
-  while (y !== 0n) [x, y] = [y, x % y];
+  // sampled points keep most parts under 2^53, where Euclid on doubles is exact and far cheaper
+  while (y !== 0n) {
+    if (x <= SAFE && y <= SAFE) return BigInt(gcdSmall(Number(x), Number(y)));
+    [x, y] = [y, x % y];
+  }
   return x;
+}
+
+function gcdSmall(a: number, b: number): number {
+  while (b !== 0) {
+    const t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
 }
 
 export function rat(n: bigint, d: bigint = 1n): Rat {
@@ -19,6 +34,7 @@ export function rat(n: bigint, d: bigint = 1n): Rat {
     n = -n;
     d = -d;
   }
+  if (d === 1n) return { n, d };
   const g = gcd(n, d);
   return g > 1n ? { n: n / g, d: d / g } : { n, d };
 }
@@ -30,16 +46,34 @@ export function ratFromDecimal(text: string): Rat {
   return rat(BigInt(digits), 10n ** BigInt(frac.length));
 }
 
-export const add = (a: Rat, b: Rat): Rat => rat(a.n * b.d + b.n * a.d, a.d * b.d);
-export const sub = (a: Rat, b: Rat): Rat => rat(a.n * b.d - b.n * a.d, a.d * b.d);
-export const mul = (a: Rat, b: Rat): Rat => rat(a.n * b.n, a.d * b.d);
+/** Parts below 2^25: sums of two products stay below 2^53, so doubles compute them exactly. */
+const SMALL = 1n << 25n;
+const small = (a: Rat): boolean => a.n < SMALL && a.n > -SMALL && a.d < SMALL;
+
+/** n/d from exact doubles (|n|, d < 2^53, d > 0), reduced without BigInt arithmetic. */
+function ratOfDoubles(n: number, d: number): Rat {
+  const g = gcdSmall(Math.abs(n), d);
+  return { n: BigInt(n / g), d: BigInt(d / g) };
+}
+
+export const add = (a: Rat, b: Rat): Rat =>
+  small(a) && small(b)
+    ? ratOfDoubles(Number(a.n) * Number(b.d) + Number(b.n) * Number(a.d), Number(a.d) * Number(b.d))
+    : rat(a.n * b.d + b.n * a.d, a.d * b.d);
+export const sub = (a: Rat, b: Rat): Rat => add(a, neg(b));
+export const mul = (a: Rat, b: Rat): Rat =>
+  small(a) && small(b)
+    ? ratOfDoubles(Number(a.n) * Number(b.n), Number(a.d) * Number(b.d))
+    : rat(a.n * b.n, a.d * b.d);
 export const div = (a: Rat, b: Rat): Rat => rat(a.n * b.d, a.d * b.n);
 export const neg = (a: Rat): Rat => ({ n: -a.n, d: a.d });
 export const eq = (a: Rat, b: Rat): boolean => a.n === b.n && a.d === b.d;
 export const isInt = (a: Rat): boolean => a.d === 1n;
 
 function bits(x: bigint): number {
-  return (x < 0n ? -x : x).toString(2).length;
+  const a = x < 0n ? -x : x;
+  if (a <= SAFE) return a === 0n ? 0 : Math.floor(Math.log2(Number(a))) + 1; // an upper bound is all callers need
+  return a.toString(16).length * 4;
 }
 
 /** a^k for an integer k, or null when the exact result would exceed `LIMITS.maxExactBits`. */
