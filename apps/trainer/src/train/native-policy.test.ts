@@ -144,6 +144,37 @@ describe('NativeTrainer.policyStep accumulates the lm_head gradient in place', (
   });
 });
 
+describe("a fresh model's layout and init come from the config", () => {
+  it('initStd defaults to 0.8/sqrt(hiddenSize) (0.1 for tiny), qkNormInit sets the q/k norm gains, llama drops them', async () => {
+    const std = (t: NativeTrainer) => {
+      const w = t.model.parameter('model.layers.0.self_attn.q_proj.weight')!.data;
+      return Math.sqrt(w.reduce((a, x) => a + x * x, 0) / w.length);
+    };
+    const tiny = await NativeTrainer.create(parseConfig({}), { initDir: null, tokenizer: tokenizerOfSize(64) });
+    expect(hfConfigFor(parseConfig({}), 64, 0).initializer_range).toBe(0.1);
+    expect(std(tiny)).toBeGreaterThan(0.09);
+    expect(std(tiny)).toBeLessThan(0.11);
+    expect([...tiny.model.parameter('model.layers.1.self_attn.k_norm.weight')!.data]).toEqual(
+      Array(32).fill(1),
+    );
+    const wide = parseConfig({ model: { hiddenSize: 256, intermediateSize: 512 } });
+    expect(hfConfigFor(wide, 64, 0).initializer_range).toBe(0.05);
+    const hf = await NativeTrainer.create(parseConfig({ model: { initStd: 0.02, qkNormInit: 1.5 } }), {
+      initDir: null,
+      tokenizer: tokenizerOfSize(64),
+    });
+    expect(std(hf)).toBeLessThan(0.025);
+    for (const name of ['model.layers.0.self_attn.q_norm.weight', 'model.layers.1.self_attn.k_norm.weight'])
+      expect([...hf.model.parameter(name)!.data], name).toEqual(Array(32).fill(1.5));
+    const llama = await NativeTrainer.create(parseConfig({ model: { architecture: 'llama' } }), {
+      initDir: null,
+      tokenizer: tokenizerOfSize(64),
+    });
+    expect(llama.model.config.architectures).toEqual(['LlamaForCausalLM']);
+    expect(llama.model.parameter('model.layers.0.self_attn.q_norm.weight')).toBeUndefined();
+  });
+});
+
 describe('NativeTrainer checkpoints are fp32 whatever the init dtype', () => {
   it('init from a bf16 checkpoint, train, save, resume: the same weights and the same next step, bit for bit', async () => {
     const V = 300;
