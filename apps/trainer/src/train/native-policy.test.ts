@@ -150,7 +150,10 @@ describe("a fresh model's layout and init come from the config", () => {
       const w = t.model.parameter('model.layers.0.self_attn.q_proj.weight')!.data;
       return Math.sqrt(w.reduce((a, x) => a + x * x, 0) / w.length);
     };
-    const tiny = await NativeTrainer.create(parseConfig({}), { initDir: null, tokenizer: tokenizerOfSize(64) });
+    const tiny = await NativeTrainer.create(parseConfig({}), {
+      initDir: null,
+      tokenizer: tokenizerOfSize(64),
+    });
     expect(hfConfigFor(parseConfig({}), 64, 0).initializer_range).toBe(0.1);
     expect(std(tiny)).toBeGreaterThan(0.09);
     expect(std(tiny)).toBeLessThan(0.11);
