@@ -19,6 +19,16 @@ function usageError(fn: () => unknown): string {
 }
 
 describe('argv parsing (node:util parseArgs over the flag table and every config leaf)', () => {
+  it('reads a nullable number (--model.initStd) as a number, or null', () => {
+    expect(parseArgs(['--model.initStd', '0.02'], TRAIN_FLAGS).overrides).toEqual({
+      model: { initStd: 0.02 },
+    });
+    expect(parseArgs(['--model.initStd', 'null'], TRAIN_FLAGS).overrides).toEqual({
+      model: { initStd: null },
+    });
+    expect(resolveConfig({ overrides: { model: { initStd: 0.05 } } }).model.initStd).toBe(0.05);
+  });
+
   it('reads --flag value, --flag=value, booleans with and without a word, --no-<bool>, negatives', () => {
     const a = parseArgs(
       [

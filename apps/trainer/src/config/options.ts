@@ -41,20 +41,21 @@ function walk(node: JsonSchemaNode, path: string[], out: ConfigOption[], parentD
       walk(child, [...path, key], out, node.description ?? parentDesc);
     return;
   }
-  const nullable = types.includes('null');
-  const base = types.find((t) => t !== 'null') ?? 'string';
+  // A nullable number or integer comes as anyOf [{type: number, ...}, {type: null}] (a nullable
+  // string as type: [string, null]): read the type, the choices and null from either form.
+  const branches = node.anyOf ?? [node];
+  const branchTypes = branches.flatMap((b) => (Array.isArray(b.type) ? b.type : b.type ? [b.type] : []));
+  const nullable = branchTypes.includes('null');
+  const base = branchTypes.find((t) => t !== 'null') ?? 'string';
+  const choices = branches.find((b) => b.enum)?.enum;
   const option: ConfigOption = {
     path,
-    type: node.enum
-      ? 'enum'
-      : base === 'object' || base === 'array'
-        ? 'json'
-        : (base as ConfigOption['type']),
+    type: choices ? 'enum' : base === 'object' || base === 'array' ? 'json' : (base as ConfigOption['type']),
     nullable,
     description: node.description ?? parentDesc,
     defaultValue: node.default,
   };
-  if (node.enum) option.choices = node.enum.map(String);
+  if (choices) option.choices = choices.map(String);
   out.push(option);
 }
 
