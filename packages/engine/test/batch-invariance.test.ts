@@ -3,19 +3,10 @@ import { packSequences } from '../src/batch.js';
 import { createGenerator, type GenerateRequest } from '../src/generator.js';
 import { createModel, type Model } from '../src/model.js';
 import { setEngineThreads } from '../src/native.js';
-import { describeEachCpuKernelPath, tinyConfig } from './helpers.js';
+import { describeEachCpuKernelPath, edgeConfig } from './helpers.js';
 
-// K = 300 > 256 (two k-blocks in the down projection), widths that are not whole 16-column panels
-// (vocab 50, intermediate 300), GQA and q/k norm: every path of the products and their edges.
-const config = tinyConfig({
-  vocab_size: 50,
-  hidden_size: 48,
-  intermediate_size: 300,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  head_dim: 16,
-  max_position_embeddings: 512,
-});
+// every edge of the products (helpers.ts)
+const config = edgeConfig();
 const V = 50;
 
 const prompt = (len: number, salt: number) =>

@@ -14,23 +14,14 @@ import {
 import { afterAll, describe, expect, it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import { createModel } from '../src/model.js';
-import { notExercised, rel, tinyConfig } from './helpers.js';
+import { edgeConfig, notExercised, rel } from './helpers.js';
 
 const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const initial = cpuKernels();
 afterAll(() => setCpuKernels(initial.active));
 
-// K = 300 > 256 (two k-blocks in the down projection and in P V of the 300-token sequence), widths
-// that are not whole panels, GQA and q/k norm: every edge of the products.
-const config = tinyConfig({
-  vocab_size: 50,
-  hidden_size: 48,
-  intermediate_size: 300,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  head_dim: 16,
-  max_position_embeddings: 512,
-});
+// every edge of the products (helpers.ts); the 300-token sequence also gives P V two k-blocks
+const config = edgeConfig();
 const seqs = [300, 40, 9].map((len, s) => Array.from({ length: len }, (_, t) => (t * 7 + s * 13 + 1) % 50));
 
 /** Training logits, loss and gradients, and the decode path's logits, all computed on `path`. */

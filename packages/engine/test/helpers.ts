@@ -1,4 +1,22 @@
-export { tinyModelConfig as tinyConfig } from '../src/testing.js';
+import { tinyModelConfig } from '../src/testing.js';
+
+export { tinyModelConfig as tinyConfig };
+
+/**
+ * A model that reaches every edge of the products: K = 300 > 256 (two k-blocks in the down
+ * projection), widths that are not whole 16-column panels (vocab 50, intermediate 300), GQA and
+ * q/k norm.
+ */
+export const edgeConfig = () =>
+  tinyModelConfig({
+    vocab_size: 50,
+    hidden_size: 48,
+    intermediate_size: 300,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    head_dim: 16,
+    max_position_embeddings: 512,
+  });
 
 /** log-softmax of row r of [rows, V] logits at column c. */
 export function logSoftmaxAt(logits: Float32Array, V: number, r: number, c: number): number {

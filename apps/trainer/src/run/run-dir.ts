@@ -112,9 +112,7 @@ export class RunDir {
   }
 
   private writeConfig(value: unknown): void {
-    const tmp = `${this.configPath}.tmp`;
-    writeFileSync(tmp, `${JSON.stringify(value, null, 2)}\n`);
-    renameSync(tmp, this.configPath);
+    writeAtomic(this.configPath, `${JSON.stringify(value, null, 2)}\n`);
   }
 
   /**
@@ -197,8 +195,12 @@ export class RunDir {
    */
   async writeCheckpoint(tag: string, write: (dir: string) => Promise<void>): Promise<void> {
     await replaceDir(this.checkpointDir(tag), write);
-    const pointer = join(this.checkpointsDir, 'latest');
-    writeFileSync(`${pointer}.tmp`, `${tag}\n`);
-    renameSync(`${pointer}.tmp`, pointer);
+    writeAtomic(join(this.checkpointsDir, 'latest'), `${tag}\n`);
   }
+}
+
+/** Writes `text` beside `path` and renames it over: a kill leaves the old file or the new, never half. */
+function writeAtomic(path: string, text: string): void {
+  writeFileSync(`${path}.tmp`, text);
+  renameSync(`${path}.tmp`, path);
 }
