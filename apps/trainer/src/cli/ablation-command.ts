@@ -203,19 +203,23 @@ async function runBatch(batch: PlannedRun[], { jobs, cfg }: AblationArgs): Promi
 /** The page with each arm's band across seeds, and the JSON and Markdown summaries beside it. */
 function writeAblationPage(plan: ReturnType<typeof planAblation>, command: string): void {
   const { cfg, base, seeds, runs } = plan;
+  // Each run's metrics, read once for the page and the summaries.
+  const records = new Map(
+    runs.map((r) => {
+      const metrics = join(cfg.runsDir, r.name, 'metrics.jsonl');
+      if (!existsSync(metrics))
+        throw new TrainerError(
+          'RUN_DIR',
+          `ablation: ${join(cfg.runsDir, r.name)} has no metrics.jsonl; run the ablation without --report-only first`,
+        );
+      return [r.name, readMetrics(metrics)] as const;
+    }),
+  );
   const arms: AblationArm[] = plan.arms.map(({ arm, label }) => ({
     label,
     runs: runs
       .filter((r) => r.arm === arm)
-      .map((r) => {
-        const metrics = join(cfg.runsDir, r.name, 'metrics.jsonl');
-        if (!existsSync(metrics))
-          throw new TrainerError(
-            'RUN_DIR',
-            `ablation: ${join(cfg.runsDir, r.name)} has no metrics.jsonl; run the ablation without --report-only first`,
-          );
-        return { label: `${label} seed ${r.seed}`, records: readMetrics(metrics) };
-      }),
+      .map((r) => ({ label: `${label} seed ${r.seed}`, records: records.get(r.name)! })),
   }));
   const out = plan.out ?? join(cfg.runsDir, `${base}-ablation.html`);
   const armsTitle = arms.length > 1 ? 'GRPO-RoC vs GRPO' : arms[0]!.label;
@@ -227,7 +231,12 @@ function writeAblationPage(plan: ReturnType<typeof planAblation>, command: strin
     seeds,
     sharedSft: plan.shareSft,
     command,
-    runs: runs.map((r) => ({ ...r, arm: r.arm!, dir: join(cfg.runsDir, r.name) })),
+    runs: runs.map((r) => ({
+      ...r,
+      arm: r.arm!,
+      dir: join(cfg.runsDir, r.name),
+      records: records.get(r.name)!,
+    })),
     arms,
   });
   writeFileSync(`${stem}.json`, `${JSON.stringify(summary, null, 2)}\n`);

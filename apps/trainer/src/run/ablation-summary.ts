@@ -1,4 +1,4 @@
-import { readMetrics } from './metrics-log.js';
+import type { MetricsRecord } from './metrics-log.js';
 import { type AblationArm, type AblationSummary, summarizeAblation } from './report.js';
 import { RunDir } from './run-dir.js';
 import type { RunWorld } from './world.js';
@@ -40,15 +40,15 @@ export function summarizeSeedRuns(opts: {
   seeds: number[];
   sharedSft: boolean;
   command: string;
-  runs: { name: string; arm: string; seed: number; dir: string }[];
+  /** Each run with its metrics (read once by the caller) and its directory (for its world). */
+  runs: { name: string; arm: string; seed: number; dir: string; records: MetricsRecord[] }[];
   arms: AblationArm[];
 }): SeedRunsSummary {
   const perRun = opts.runs.map((r): SeedRunRow => {
-    const run = new RunDir(r.dir);
-    const records = readMetrics(run.metricsPath);
+    const records = r.records;
     const evals = records.filter((x) => x.phase === 'eval');
     const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-    const world = run.readWorld();
+    const world = new RunDir(r.dir).readWorld();
     return {
       name: r.name,
       arm: r.arm,
