@@ -87,6 +87,7 @@ const badLine = fc.oneof(
   fc.constant({ id: true, line: { code: `${'#'.repeat(8 << 20)}\ud800`, ...LIMITS } }),
 );
 
+// FC_SEED / FC_PATH replay a failing fast-check case (its seed and path, as printed on failure).
 describe('the fork server request decoder (issue 23, class 1)', () => {
   it('leaks no descriptor and keeps answering, whatever lines it is sent', async () => {
     const before = fds();
@@ -112,7 +113,10 @@ describe('the fork server request decoder (issue 23, class 1)', () => {
         await waitFor(10_000, () => ids.every((id) => answers.has(id)));
         for (const id of ids) expect(answers.get(id)?.status).toMatch(/^(ok|runtime_error|sandbox_error)$/);
       }),
-      { numRuns: 60, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
+      {
+        numRuns: 60,
+        ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}),
+      },
     );
     expect(proc.exitCode).toBeNull();
     expect(fds()).toBe(before);
