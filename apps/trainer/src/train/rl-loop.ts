@@ -108,6 +108,6 @@ function recordStep(ctx: TrainContext, stage: RlStage, step: number, out: RlStep
     reward: out.metrics.reward!,
     len: Math.round(out.metrics.responseLength!),
     tools: out.metrics.toolCallsPerTrajectory!,
-    kl: out.metrics.approxKl!,
+    kl: out.metrics.approxKl ?? 'no update',
   });
 }
