@@ -65,3 +65,22 @@ describe('plain progress (--no-progress)', () => {
     expect(lines()[1]).toBe('  step 1/200 ETA 39m48s reward 0.500');
   });
 });
+
+describe('the progress bar (a terminal)', () => {
+  it("shows ETA -- until cli-progress knows a rate, never its 'NF'/'LL'", async () => {
+    const stream = Object.assign(new PassThrough(), { isTTY: true, columns: 120 });
+    let text = '';
+    stream.on('data', (b) => {
+      text += String(b);
+    });
+    const p = createProgress(true, { stream });
+    p.start(1000, 0, 'sft');
+    p.update(1, { loss: 1 });
+    await new Promise((r) => setTimeout(r, 200));
+    p.update(2, { loss: 1 });
+    p.stop();
+    expect(text).toContain('0/1000 | ETA -- |');
+    expect(text).toMatch(/2\/1000 \| ETA \d+(m\d\ds|s) \| loss 1/);
+    expect(text).not.toMatch(/ETA (NF|LL|NULL|INF)/);
+  });
+});

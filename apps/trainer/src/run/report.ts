@@ -305,7 +305,7 @@ export function renderAblationReport(title: string, arms: readonly AblationArm[]
       const rows = bandSeries(arm.runs, key, phase);
       if (rows.length === 0) return;
       series.push({
-        label: `${arm.label}: mean, min–max of ${arm.runs.length} seed${arm.runs.length === 1 ? '' : 's'}`,
+        label: `${arm.label} mean, min–max of ${arm.runs.length} seed${arm.runs.length === 1 ? '' : 's'}`,
         points: rows.map(([s, m]) => [s, m]),
         band: rows.map(([s, , , lo, hi]) => [s, lo, hi]),
         dashed: ai > 0,
