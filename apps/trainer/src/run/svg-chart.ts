@@ -28,6 +28,17 @@ export const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '
 const CHAR_W = 6.2;
 const LEGEND_ROW = 15;
 
+/** Where a chart draws: its size, the plot's frame and the data-to-pixel maps. */
+interface Frame {
+  W: number;
+  plotH: number;
+  m: { l: number; r: number; t: number; b: number };
+  plotBottom: number;
+  sx(x: number): number;
+  sy(y: number): number;
+  yFmt(v: number): string;
+}
+
 /**
  * A small self-contained SVG line chart (no scripts, no external assets): opens offline anywhere.
  * Axis labels on both axes; a legend below the plot that wraps to as many rows as its entries
@@ -35,42 +46,69 @@ const LEGEND_ROW = 15;
  * panel says that it is flat, at which value, and why when the caller knows.
  */
 export function lineChart(title: string, series: Series[], opts: ChartOptions = {}): string {
+  const all = finitePoints(series);
+  if (all.length === 0) return '';
+  const [x0, x1] = xRange(all.map((p) => p[0]));
+  const ys = extent(all.map((p) => p[1]));
+  const flat = ys[0] === ys[1];
+  const [y0, y1] = yRange(ys);
   const W = opts.width ?? 420;
   const plotH = opts.height ?? 220;
   const m = { l: 62, r: 18, t: 24, b: 40 };
-  const all = finitePoints(series);
-  if (all.length === 0) return '';
-  let [x0, x1] = extent(all.map((p) => p[0]));
-  let [y0, y1] = extent(all.map((p) => p[1]));
-  const flat = y0 === y1;
-  const flatValue = y0;
-  if (x0 === x1) [x0, x1] = [x0 - 1, x1 + 1];
-  // A flat series gets a range around its value; one of non-negative values (a ratio) stays >= 0.
-  if (flat) {
-    const d = Math.abs(y0) * 0.1 || 1;
-    [y0, y1] = [y0 >= 0 ? Math.max(0, y0 - d) : y0 - d, y1 + d];
-  }
-  // 4% headroom: a line along the top or bottom is drawn whole, not half over the frame.
-  const pad = (y1 - y0) * 0.04;
-  [y0, y1] = [y0 - pad, y1 + pad];
+  const plotBottom = plotH - m.b;
+  const f: Frame = {
+    W,
+    plotH,
+    m,
+    plotBottom,
+    sx: (x) => m.l + ((x - x0) / (x1 - x0)) * (W - m.l - m.r),
+    sy: (y) => plotBottom - ((y - y0) / (y1 - y0)) * (plotBottom - m.t),
+    yFmt: opts.yFormat === 'percent' ? fmtPercent : fmt,
+  };
   const legend = layoutLegend(series, W - m.l - m.r);
   const H = plotH + legend.rows * LEGEND_ROW;
-  const plotBottom = plotH - m.b;
-  const sx = (x: number) => m.l + ((x - x0) / (x1 - x0)) * (W - m.l - m.r);
-  const sy = (y: number) => plotBottom - ((y - y0) / (y1 - y0)) * (plotBottom - m.t);
-  const yFmt = opts.yFormat === 'percent' ? fmtPercent : fmt;
-  const parts: string[] = [
+  return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(title)}" font-family="system-ui,sans-serif">`,
     `<text class="title" x="${m.l}" y="15" font-size="13" font-weight="600">${esc(title)}</text>`,
     `<rect x="${m.l}" y="${m.t}" width="${W - m.l - m.r}" height="${plotBottom - m.t}" fill="none" stroke="#ccc"/>`,
-  ];
-  for (const t of ticks(y0, y1)) {
+    ...axisParts(f, ticks(x0, x1), ticks(y0, y1), opts),
+    ...seriesParts(f, series),
+    ...(flat ? [flatNote(f, ys[0], opts.flatReason)] : []),
+    ...legend.entries.map(({ x, row }, i) => legendEntry(series[i]!, i, x, plotH + row * LEGEND_ROW + 4)),
+    '</svg>',
+  ].join('');
+}
+
+function xRange(xs: number[]): [number, number] {
+  const [x0, x1] = extent(xs);
+  return x0 === x1 ? [x0 - 1, x1 + 1] : [x0, x1];
+}
+
+/**
+ * The y range drawn: a flat series gets a range around its value (one of non-negative values, a
+ * ratio, stays >= 0), and 4% headroom keeps a line along the top or bottom whole, not half over the frame.
+ */
+function yRange([lo, hi]: [number, number]): [number, number] {
+  let [y0, y1] = [lo, hi];
+  if (y0 === y1) {
+    const d = Math.abs(y0) * 0.1 || 1;
+    [y0, y1] = [y0 >= 0 ? Math.max(0, y0 - d) : y0 - d, y1 + d];
+  }
+  const pad = (y1 - y0) * 0.04;
+  return [y0 - pad, y1 + pad];
+}
+
+/** Grid lines, tick labels and the two axis labels. */
+function axisParts(f: Frame, xTicks: number[], yTicks: number[], opts: ChartOptions): string[] {
+  const { W, m, plotBottom, sx, sy } = f;
+  const parts: string[] = [];
+  for (const t of yTicks) {
     parts.push(`<line x1="${m.l}" x2="${W - m.r}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/>`);
     parts.push(
-      `<text class="tick y" x="${m.l - 4}" y="${sy(t) + 3.5}" font-size="10" text-anchor="end">${yFmt(t)}</text>`,
+      `<text class="tick y" x="${m.l - 4}" y="${sy(t) + 3.5}" font-size="10" text-anchor="end">${f.yFmt(t)}</text>`,
     );
   }
-  for (const t of ticks(x0, x1)) {
+  for (const t of xTicks) {
     const label = fmt(t);
     const half = (label.length * CHAR_W) / 2;
     // A tick label at either end of the axis is anchored inside the chart instead of cut off.
@@ -89,11 +127,18 @@ export function lineChart(title: string, series: Series[], opts: ChartOptions = 
       `<text class="axis-label y" x="13" y="${cy}" font-size="11" text-anchor="middle" transform="rotate(-90 13 ${cy})">${esc(opts.yLabel)}</text>`,
     );
   }
+  return parts;
+}
+
+/** Each series' band, line and (up to 30) point markers. */
+function seriesParts(f: Frame, series: Series[]): string[] {
+  const { sx, sy } = f;
   const widths = strokeWidths(series);
-  series.forEach((s, i) => {
-    const color = s.color ?? PALETTE[i % PALETTE.length]!;
+  return series.flatMap((s, i) => {
+    const color = colorOf(s, i);
     const pts = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
-    if (pts.length === 0) return;
+    if (pts.length === 0) return [];
+    const parts: string[] = [];
     const band = (s.band ?? []).filter((b) => b.every(Number.isFinite));
     if (band.length > 0) {
       const upper = band.map(([x, , hi]) => `${sx(x).toFixed(1)},${sy(hi).toFixed(1)}`);
@@ -112,23 +157,26 @@ export function lineChart(title: string, series: Series[], opts: ChartOptions = 
         parts.push(
           `<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="${(width / 2 + 0.6).toFixed(1)}" fill="${color}"/>`,
         );
+    return parts;
   });
-  if (flat) {
-    const note = `flat: every value is ${yFmt(flatValue)}${opts.flatReason ? ` (${opts.flatReason})` : ''}`;
-    const lines = wrap(note, Math.floor((W - m.l - m.r - 12) / CHAR_W));
-    const spans = lines.map((l, i) => `<tspan x="${m.l + 6}" dy="${i ? 12 : 0}">${esc(l)}</tspan>`);
-    parts.push(`<text class="flat-note" y="${m.t + 13}" font-size="10" fill="#555">${spans.join('')}</text>`);
-  }
-  legend.entries.forEach(({ x, row }, i) => {
-    const s = series[i]!;
-    const color = s.color ?? PALETTE[i % PALETTE.length]!;
-    const y = plotH + row * LEGEND_ROW + 4;
-    parts.push(
-      `<g class="legend-entry" data-series="${i}"><line x1="${x}" x2="${x + 16}" y1="${y - 3.5}" y2="${y - 3.5}" stroke="${color}" stroke-width="2.5"${dashOf(s)}/><text x="${x + 20}" y="${y}" font-size="10" fill="${color}">${esc(s.label)}</text></g>`,
-    );
-  });
-  parts.push('</svg>');
-  return parts.join('');
+}
+
+/** `flat: every value is 0% (why)`, wrapped to the plot's width. */
+function flatNote(f: Frame, value: number, reason: string | undefined): string {
+  const { W, m } = f;
+  const note = `flat: every value is ${f.yFmt(value)}${reason ? ` (${reason})` : ''}`;
+  const lines = wrap(note, Math.floor((W - m.l - m.r - 12) / CHAR_W));
+  const spans = lines.map((l, i) => `<tspan x="${m.l + 6}" dy="${i ? 12 : 0}">${esc(l)}</tspan>`);
+  return `<text class="flat-note" y="${m.t + 13}" font-size="10" fill="#555">${spans.join('')}</text>`;
+}
+
+function legendEntry(s: Series, i: number, x: number, y: number): string {
+  const color = colorOf(s, i);
+  return `<g class="legend-entry" data-series="${i}"><line x1="${x}" x2="${x + 16}" y1="${y - 3.5}" y2="${y - 3.5}" stroke="${color}" stroke-width="2.5"${dashOf(s)}/><text x="${x + 20}" y="${y}" font-size="10" fill="${color}">${esc(s.label)}</text></g>`;
+}
+
+function colorOf(s: Series, i: number): string {
+  return s.color ?? PALETTE[i % PALETTE.length]!;
 }
 
 /**
