@@ -171,8 +171,11 @@ describe(`agentrl train --device (${where})`, () => {
       const rl = metrics('gpu').filter((m) => m.phase === 'rl');
       expect(rl.length).toBeGreaterThan(0);
       for (const m of rl) {
-        for (const k of ['reward', 'gradNorm', 'approxKl', 'clipFracHigh', 'responseLength'])
+        // A step with no group to train on records updated: 0 and no update figures.
+        const keys = m.updated === 1 ? ['gradNorm', 'approxKl', 'clipFracHigh'] : [];
+        for (const k of ['reward', 'responseLength', ...keys])
           expect(Number.isFinite(m[k]), `${k} of RL step ${m.step}`).toBe(true);
+        if (m.updated === 0) expect(m).not.toHaveProperty('lr');
       }
       // The final checkpoint, saved from the device in fp32: every tensor moved away from the seeded
       // init (what NativeTrainer creates), in the direction and by the size the CPU run moved it

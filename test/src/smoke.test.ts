@@ -29,15 +29,13 @@ const RL_KEYS = [
   'posToolErrorAfter',
   'responseLength',
   'toolCallsPerTrajectory',
-  'clipFracLow',
-  'clipFracHigh',
-  'approxKl',
-  'gradNorm',
   'tokensPerSec',
   'timeGenerate',
   'timeTool',
   'timeTrain',
 ];
+/** Figures of the policy update: absent from a step RoC left nothing to train on (updated: 0). */
+const UPDATE_KEYS = ['lr', 'loss', 'clipFracLow', 'clipFracHigh', 'approxKl', 'gradNorm'];
 const common = ['train', '--preset', 'smoke', '--runsDir', runs, '--no-progress'];
 
 /** Runs the CLI in this process and captures what it writes to stderr. */
@@ -80,9 +78,13 @@ describe('agentrl train --preset smoke', () => {
     expect(rl.map((m) => m.step)).toEqual([1, 2, 3, 4]);
     expect(rl.map((m) => m.stage)).toEqual(['stage1', 'stage1', 'stage2', 'stage2']);
     expect(rl.map((m) => m.maxResponseTokens)).toEqual([96, 96, 128, 128]);
-    for (const m of rl)
+    for (const m of rl) {
       for (const k of RL_KEYS) expect(Number.isFinite(m[k]), `${k} of step ${m.step}`).toBe(true);
-    for (const m of rl) expect(m.gradNorm).toBeGreaterThanOrEqual(0);
+      expect(m.updated).toBe((m.groupsKept as number) > 0 ? 1 : 0);
+      for (const k of UPDATE_KEYS)
+        expect(Number.isFinite(m[k]), `${k} of step ${m.step}`).toBe(m.updated === 1);
+    }
+    for (const m of rl) if (m.updated) expect(m.gradNorm).toBeGreaterThanOrEqual(0);
     // The RL steps train on something: correct answers, groups with mixed rewards (nonzero
     // advantages), a loss with a gradient, and weights that moved away from the SFT checkpoint.
     const trained = rl.filter((m) => (m.groupsKept as number) > 0);

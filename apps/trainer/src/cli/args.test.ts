@@ -4,7 +4,7 @@ import { resolveConfig } from '../config/load.js';
 import { TrainerError } from '../errors.js';
 import { ABLATION_FLAGS } from './ablation-command.js';
 import { parseArgs, splitFlags } from './args.js';
-import { EVAL_FLAGS, serveFlags, TRAIN_FLAGS } from './commands.js';
+import { EVAL_CONFIG, EVAL_FLAGS, serveFlags, TRAIN_FLAGS } from './commands.js';
 import { renderHelp } from './help.js';
 import { runTrainCommand } from './train-command.js';
 
@@ -67,6 +67,49 @@ describe('argv parsing (node:util parseArgs over the flag table and every config
     expect(a.flags.data).toEqual(['a.jsonl', 'b.parquet']);
     expect(a.overrides).toEqual({ eval: { k: 8 } });
     expect(a.positionals).toEqual(['extra']);
+  });
+
+  it('suggests the closest option for a misspelt one, and nothing for a name far from every option', () => {
+    const hint = (arg: string, flags = TRAIN_FLAGS) => usageError(() => parseArgs([arg, '1'], flags));
+    expect(hint('--rl.promptsPerstep')).toBe(
+      'unknown option --rl.promptsPerstep; did you mean --rl.promptsPerStep? run with --help to list every option',
+    );
+    expect(hint('--rl.clipHig')).toMatch(/did you mean --rl\.clipHigh\?/);
+    expect(hint('--clipHigh')).toMatch(/did you mean --rl\.clipHigh\?/);
+    expect(hint('--prest')).toMatch(/did you mean --preset\?/);
+    expect(hint('--chekpoint', EVAL_FLAGS)).toMatch(/did you mean --checkpoint\?/);
+    expect(hint('--zzz')).toBe('unknown option --zzz; run with --help to list every option');
+  });
+
+  it('eval lists and accepts only the options it reads', () => {
+    const help = renderHelp('agentrl eval', '', EVAL_FLAGS, EVAL_CONFIG);
+    for (const used of [
+      '--eval.problems ',
+      '--eval.k ',
+      '--model.init ',
+      '--executor.url ',
+      '--task.evalFiles ',
+    ])
+      expect(help).toContain(used);
+    for (const unused of [
+      '--sft.',
+      '--rl.lr ',
+      '--rl.stages ',
+      '--parallel.',
+      '--runsDir ',
+      '--checkpointEvery ',
+    ])
+      expect(help).not.toContain(unused);
+    expect(help).toContain('--rl.maxTurns ');
+    expect(parseArgs(['--eval.problems', '5'], EVAL_FLAGS, EVAL_CONFIG).overrides).toEqual({
+      eval: { problems: 5 },
+    });
+    expect(usageError(() => parseArgs(['--sft.steps', '5'], EVAL_FLAGS, EVAL_CONFIG))).toBe(
+      '--sft.steps is not used by agentrl eval; run agentrl eval --help for its options',
+    );
+    expect(usageError(() => parseArgs(['--eval.problem', '5'], EVAL_FLAGS, EVAL_CONFIG))).toMatch(
+      /did you mean --eval\.problems\?/,
+    );
   });
 
   it('names an unknown flag, a missing value and a value given to a switch', () => {

@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs as parseArgv } from 'node:util';
+import { distance } from 'fastest-levenshtein';
 import { setPath } from '../config/merge.js';
 import { type ConfigOption, findOption, listConfigOptions } from '../config/options.js';
 import { TrainerError } from '../errors.js';
@@ -19,6 +20,22 @@ export interface ParsedArgs {
   positionals: string[];
 }
 
+/** The config options a command reads (`agentrl eval` has no use for SFT and RL schedules). */
+export interface ConfigScope {
+  command: string;
+  /** Dotted option paths or their prefixes (`eval` covers `eval.k`). */
+  uses: readonly string[];
+}
+
+/** The config leaves a command accepts and lists in its --help: all of them without a scope. */
+export function configOptionsOf(scope?: ConfigScope): ConfigOption[] {
+  if (!scope) return listConfigOptions();
+  return listConfigOptions().filter((o) => {
+    const dotted = o.path.join('.');
+    return scope.uses.some((u) => dotted === u || dotted.startsWith(`${u}.`));
+  });
+}
+
 /** What a declared option name stands for: a command flag, or a config leaf (negated: `--no-<leaf>`). */
 type Target = { flag: CommandFlag } | { option: ConfigOption; negated: boolean };
 
@@ -29,8 +46,8 @@ type Target = { flag: CommandFlag } | { option: ConfigOption; negated: boolean }
  * unknown names and missing values get the errors below. Command flags win over config leaves;
  * config values are converted to the leaf's type and checked later by zod.
  */
-export function parseArgs(argv: string[], commandFlags: CommandFlag[]): ParsedArgs {
-  const targets = targetTable(commandFlags);
+export function parseArgs(argv: string[], commandFlags: CommandFlag[], scope?: ConfigScope): ParsedArgs {
+  const targets = targetTable(commandFlags, scope);
   const options: NonNullable<ParseArgsConfig['options']> = {};
   for (const [name, t] of targets)
     options[name] = {
@@ -47,11 +64,15 @@ export function parseArgs(argv: string[], commandFlags: CommandFlag[]): ParsedAr
     }
     if (token.kind === 'option-terminator') continue;
     const target = targets.get(token.name);
-    if (!target)
-      throw new TrainerError(
-        'USAGE',
-        `unknown option ${token.rawName}; run with --help to list every option`,
-      );
+    if (!target) {
+      const leaf = findOption(token.name.replace(/^no-/, ''));
+      if (leaf && scope)
+        throw new TrainerError(
+          'USAGE',
+          `${token.rawName} is not used by agentrl ${scope.command}; run agentrl ${scope.command} --help for its options`,
+        );
+      throw new TrainerError('USAGE', unknownOption(token.rawName, [...targets.keys()]));
+    }
     let value = takesValue(target) ? requireValue(token.name, token.value, token.inlineValue) : token.value;
     if (!takesValue(target) && 'option' in target && !target.negated && value === undefined) {
       const next = argv[token.index + 1];
@@ -92,10 +113,29 @@ export function splitFlags(
   return { flags: out.flags, rest: argv.filter((_, i) => !taken.has(i)) };
 }
 
+/**
+ * `unknown option --rl.learningrate; did you mean --rl.lr?`: the closest accepted name by edit
+ * distance when it is near enough to be a typo (a third of the name's length, at least 2 edits),
+ * compared case-insensitively and also by the last dotted part (`--clipHigh` → `--rl.clipHigh`).
+ */
+export function unknownOption(rawName: string, accepted: readonly string[]): string {
+  const name = rawName.replace(/^-+/, '');
+  const lower = name.toLowerCase();
+  let best: { name: string; d: number } | undefined;
+  for (const candidate of accepted) {
+    const c = candidate.toLowerCase();
+    const d = Math.min(distance(lower, c), c.endsWith(`.${lower}`) ? 0 : Number.POSITIVE_INFINITY);
+    if (!best || d < best.d) best = { name: candidate, d };
+  }
+  const hint =
+    best && best.d <= Math.max(2, Math.floor(name.length / 3)) ? ` did you mean --${best.name}?` : '';
+  return `unknown option ${rawName};${hint} run with --help to list every option`;
+}
+
 /** Every name the command accepts: its own flags first, then each config leaf and `--no-<bool leaf>`. */
-function targetTable(commandFlags: CommandFlag[]): Map<string, Target> {
+function targetTable(commandFlags: CommandFlag[], scope?: ConfigScope): Map<string, Target> {
   const table = new Map<string, Target>();
-  for (const option of listConfigOptions()) {
+  for (const option of configOptionsOf(scope)) {
     const name = option.path.join('.');
     table.set(name, { option, negated: false });
     if (option.type === 'boolean') table.set(`no-${name}`, { option, negated: true });

@@ -1,5 +1,5 @@
 import { type ExecutorCommand, executorFlagsOf } from '@agentrl/executor';
-import type { CommandFlag } from './args.js';
+import type { CommandFlag, ConfigScope } from './args.js';
 
 /** Flags of `agentrl train` that are not plain config leaves. */
 export const TRAIN_FLAGS: CommandFlag[] = [
@@ -53,7 +53,29 @@ export const TRAIN_FLAGS: CommandFlag[] = [
   { name: 'print-config', description: 'print the resolved config as JSON and exit' },
 ];
 
-/** Flags of `agentrl eval`. Config options also apply (model shape, eval.*, executor.*, task.*). */
+/**
+ * The config options `agentrl eval` reads: the model and its tokenizer, the task split, eval.*, the
+ * executor and engine, and the few rl.* limits of a tool-using turn. Its --help lists only these.
+ */
+export const EVAL_CONFIG: ConfigScope = {
+  command: 'eval',
+  uses: [
+    'seed',
+    'threads',
+    'device',
+    'precision',
+    'model',
+    'task',
+    'eval',
+    'executor',
+    'engine',
+    'rl.maxTurns',
+    'rl.maxTurnTokens',
+    'rl.toolResponseMaxChars',
+  ],
+};
+
+/** Flags of `agentrl eval`; the config options of EVAL_CONFIG also apply. */
 export const EVAL_FLAGS: CommandFlag[] = [
   {
     name: 'checkpoint',

@@ -1,6 +1,6 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseConfig, resolveConfig } from '../config/load.js';
+import { parseConfig, readConfigFile, resolveConfig } from '../config/load.js';
 import { deepMerge } from '../config/merge.js';
 import type { TrainConfig } from '../config/schema.js';
 import { loadDatasetFiles } from '../data/dataset.js';
@@ -10,11 +10,11 @@ import { evalOptionsOf } from '../eval/options.js';
 import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
 import type { Problem } from '../task/problem.js';
-import { createEnvironment } from '../train/create-environment.js';
+import { assertModelDir, createEnvironment } from '../train/create-environment.js';
 import { rewardModeOf } from '../train/reward.js';
 import { createRunRolloutFactory } from '../train/rollout-factory.js';
 import { parseArgs } from './args.js';
-import { EVAL_FLAGS } from './commands.js';
+import { EVAL_CONFIG, EVAL_FLAGS } from './commands.js';
 import { renderHelp } from './help.js';
 
 export async function runEvalCommand(argv: string[]): Promise<number> {
@@ -26,17 +26,18 @@ export async function runEvalCommand(argv: string[]): Promise<number> {
           'files: jsonl/parquet rows with a prompt and reward_model.ground_truth, or question/answer. Rows without\n' +
           'an answer are skipped and counted.',
         EVAL_FLAGS,
-        true,
+        EVAL_CONFIG,
       ),
     );
     return 0;
   }
-  const args = parseArgs(argv, EVAL_FLAGS);
+  const args = parseArgs(argv, EVAL_FLAGS, EVAL_CONFIG);
   const checkpoint = args.flags.checkpoint as string | undefined;
   if (!checkpoint && !args.overrides.engine) {
     throw new TrainerError('USAGE', 'eval needs --checkpoint <dir> or --engine <url>');
   }
   // A run directory brings its config (model shape, task split, seed); flags still override.
+  if (checkpoint) assertModelDir(checkpoint, '--checkpoint');
   let ckptDir: string | null = null;
   let cfg: TrainConfig;
   if (
@@ -62,7 +63,13 @@ export async function runEvalCommand(argv: string[]): Promise<number> {
   let skipped = 0;
   if (data?.length) {
     const loaded = await loadDatasetFiles(data);
-    problems = loaded.problems;
+    // Every row of the files, unless --eval.problems (or the config file) asks for the first N.
+    const limit = explicitProblems(args.overrides, args.flags.config) ? cfg.eval.problems : Infinity;
+    problems = loaded.problems.slice(0, limit);
+    if (problems.length < loaded.problems.length)
+      process.stderr.write(
+        `eval: the first ${problems.length} of ${loaded.problems.length} problems (--eval.problems)\n`,
+      );
     skipped = loaded.skipped.length;
     if (skipped)
       process.stderr.write(
@@ -88,4 +95,12 @@ export async function runEvalCommand(argv: string[]): Promise<number> {
   } finally {
     await env.close();
   }
+}
+
+/** Whether eval.problems was set by a flag or the --config file (not left at its default). */
+function explicitProblems(overrides: Record<string, unknown>, file: unknown): boolean {
+  const fromFlags = (overrides.eval as { problems?: unknown } | undefined)?.problems !== undefined;
+  if (fromFlags || typeof file !== 'string') return fromFlags;
+  const raw = readConfigFile(file).eval as { problems?: unknown } | undefined;
+  return raw?.problems !== undefined;
 }

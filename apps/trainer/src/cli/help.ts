@@ -1,13 +1,15 @@
-import { listConfigOptions } from '../config/options.js';
 import { PRESET_NAMES } from '../config/presets.js';
-import type { CommandFlag } from './args.js';
+import { type CommandFlag, type ConfigScope, configOptionsOf } from './args.js';
 
-/** `--help` text: the command's own flags, then every config leaf generated from the zod schema. */
+/**
+ * `--help` text: the command's own flags, then the config leaves it reads (every leaf, or those of
+ * `withConfig` when it is a scope), generated from the zod schema.
+ */
 export function renderHelp(
   usage: string,
   summary: string,
   flags: CommandFlag[],
-  withConfig: boolean,
+  withConfig: boolean | ConfigScope,
 ): string {
   const lines = [`usage: ${usage}`, '', summary, '', 'options:'];
   for (const f of flags) lines.push(row(`--${f.name}${f.value ? ` <${f.value}>` : ''}`, f.description));
@@ -18,7 +20,7 @@ export function renderHelp(
       `config options (also settable in --config YAML/JSON; presets: ${PRESET_NAMES.join(', ')}):`,
     );
     let group = '';
-    for (const o of listConfigOptions()) {
+    for (const o of configOptionsOf(withConfig === true ? undefined : withConfig)) {
       const top = o.path.length > 1 ? o.path[0]! : '';
       if (top !== group) {
         group = top;

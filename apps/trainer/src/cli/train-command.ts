@@ -8,7 +8,7 @@ import { RunDir } from '../run/run-dir.js';
 import { describeWorld } from '../run/world.js';
 import { loadSplit } from '../task/load-split.js';
 import type { ProblemSplit } from '../task/problem.js';
-import { assertDeviceRuns, createEnvironment } from '../train/create-environment.js';
+import { assertDeviceRuns, assertModelDir, createEnvironment } from '../train/create-environment.js';
 import { prepareResume } from '../train/resume.js';
 import { loadSftSource } from '../train/sft-source.js';
 import { checkTokenBudget } from '../train/token-budget.js';
@@ -45,12 +45,14 @@ export async function runTrainCommand(argv: string[]): Promise<number> {
   // creates the run directory and writes to it. Without a launcher: one process, as always.
   const comm = createCommunicator();
   const lead = comm.rank === 0;
-  const { run, cfg, resume, restart, isNew } = openRun(args, lead);
+  // --print-config only shows what a run would use: an existing run directory is no reason to refuse.
+  const { run, cfg, resume, restart, isNew } = openRun(args, lead && !args.flags['print-config']);
   if (args.flags['print-config']) {
     if (lead) process.stdout.write(`${JSON.stringify(cfg, null, 2)}\n`);
     comm.finalize();
     return 0;
   }
+  if (!resume && cfg.model.init !== null) assertModelDir(cfg.model.init, 'model.init');
   assertDeviceRuns(cfg.device); // before the data is read: a --device that cannot run stops here
   assertRanksSupported(cfg, comm.size);
   // Other ranks are silent: rank 0 speaks for the job.
@@ -132,7 +134,7 @@ function openRun(args: ParsedArgs, lead: boolean): OpenedRun {
     );
   }
   const cfg = parseConfig(deepMerge(saved, args.overrides), `${run.configPath}`);
-  const resume = prepareResume(run, { truncate: lead });
+  const resume = prepareResume(run, { truncate: lead && !args.flags['print-config'] });
   return { run, cfg, resume, restart: resume === null, isNew: false };
 }
 

@@ -119,6 +119,25 @@ describe('config', () => {
     );
   });
 
+  it('blames a wrong value on the flag or file that gave it, not on the preset', () => {
+    const flags = parseArgs(['--rl.n', '0', '--seed', 'x'], TRAIN_FLAGS);
+    const fromFlags = configError(() =>
+      resolveConfig({ preset: 'tiny', overrides: flags.overrides }),
+    ).message;
+    expect(fromFlags).toMatch(/rl\.n: .*\(set by --rl\.n\)/);
+    expect(fromFlags).toMatch(/seed: .*\(set by --seed\)/);
+    const file = join(tmp, 'wrong.yaml');
+    writeFileSync(file, 'rl:\n  clipHigh: -1\n  stages: [{ name: s1, steps: -2, maxResponseTokens: 64 }]\n');
+    const fromFile = configError(() => resolveConfig({ file })).message;
+    expect(fromFile).toContain(`rl.clipHigh: `);
+    expect(fromFile).toMatch(new RegExp(`clipHigh: .*\\(set by ${file.replace(/[.]/g, '\\.')}\\)`));
+    expect(fromFile).toMatch(/rl\.stages\.0\.steps: .*\(set by .*wrong\.yaml\)/);
+    const both = configError(() =>
+      resolveConfig({ file, overrides: { rl: { n: 8, oversample: 4, clipHigh: 0.3, stages: [] } } }),
+    ).message;
+    expect(both).not.toMatch(/set by preset/);
+  });
+
   it('documents every config leaf in --help', () => {
     const help = renderHelp('agentrl train', '', TRAIN_FLAGS, true);
     const options = listConfigOptions();

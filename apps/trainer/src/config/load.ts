@@ -16,7 +16,7 @@ export interface ConfigSources {
   overrides?: Record<string, unknown> | undefined;
 }
 
-/** Preset ← file ← flags, validated once. Errors name every offending field path. */
+/** Preset ← file ← flags, validated once. Errors name every offending field path and the source that set it. */
 export function resolveConfig(sources: ConfigSources = {}): TrainConfig {
   const presetName = sources.preset ?? DEFAULT_PRESET;
   if (!(PRESET_NAMES as string[]).includes(presetName)) {
@@ -26,37 +26,78 @@ export function resolveConfig(sources: ConfigSources = {}): TrainConfig {
     );
   }
   let raw: unknown = structuredClone(PRESETS[presetName as PresetName]);
-  if (sources.file) raw = deepMerge(raw, readConfigFile(sources.file));
+  const file = sources.file ? readConfigFile(sources.file) : undefined;
+  if (file) raw = deepMerge(raw, file);
   if (sources.overrides) raw = deepMerge(raw, sources.overrides);
-  return parseConfig(raw, sources.file ?? `preset ${presetName}`);
+  const blame: Blame = (path) => {
+    const flag = setBy(sources.overrides, path);
+    if (flag) return `--${flag}`;
+    return setBy(file, path) ? `${sources.file}` : `preset ${presetName}`;
+  };
+  return parseConfig(
+    raw,
+    [
+      `preset ${presetName}`,
+      sources.file,
+      sources.overrides && Object.keys(sources.overrides).length ? 'flags' : undefined,
+    ]
+      .filter(Boolean)
+      .join(' ← '),
+    blame,
+  );
 }
 
-/** Validates a raw config object; `origin` names where it came from in the error. */
-export function parseConfig(raw: unknown, origin = 'config'): TrainConfig {
+/** Which source set a config path: the flag, the file or the preset, for error messages. */
+export type Blame = (path: readonly PropertyKey[]) => string;
+
+/** The dotted prefix of `path` that `source` sets (`rl.stages` for `rl.stages.0.steps`), or undefined. */
+function setBy(source: unknown, path: readonly PropertyKey[]): string | undefined {
+  let node = source;
+  for (let i = 0; i < path.length; i++) {
+    if (!isPlainObject(node) || !(String(path[i]) in node)) return undefined;
+    node = node[String(path[i])];
+    if (!isPlainObject(node))
+      return path
+        .slice(0, i + 1)
+        .map(String)
+        .join('.');
+  }
+  return path.map(String).join('.');
+}
+
+/** Validates a raw config object; `origin` names where it came from, `blame` which source set a field. */
+export function parseConfig(raw: unknown, origin = 'config', blame?: Blame): TrainConfig {
   const result = TrainConfigSchema.safeParse(raw);
-  if (!result.success) throw new TrainerError('CONFIG_INVALID', formatIssues(result.error, origin));
+  if (!result.success) throw new TrainerError('CONFIG_INVALID', formatIssues(result.error, origin, blame));
   const cfg = result.data;
   if (cfg.rl.oversample < cfg.rl.n) {
+    const from = blame
+      ? ` (rl.oversample from ${blame(['rl', 'oversample'])}, rl.n from ${blame(['rl', 'n'])})`
+      : '';
     throw new TrainerError(
       'CONFIG_INVALID',
-      `config (${origin}): rl.oversample (${cfg.rl.oversample}) must be >= rl.n (${cfg.rl.n}); raise rl.oversample or lower rl.n`,
+      `config (${origin}): rl.oversample (${cfg.rl.oversample}) must be >= rl.n (${cfg.rl.n})${from}; raise rl.oversample or lower rl.n`,
     );
   }
   if (cfg.task.kind === 'files' && cfg.task.trainFiles.length === 0) {
     throw new TrainerError(
       'CONFIG_INVALID',
-      `config (${origin}): task.trainFiles is empty but task.kind is "files"; list at least one jsonl/parquet file`,
+      `config (${origin}): task.trainFiles is empty but task.kind is "files"${blame ? ` (task.kind from ${blame(['task', 'kind'])})` : ''}; list at least one jsonl/parquet file`,
     );
   }
   return cfg;
 }
 
-export function formatIssues(error: z.ZodError, origin: string): string {
-  const lines = error.issues.map((i) => `  - ${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`);
+export function formatIssues(error: z.ZodError, origin: string, blame?: Blame): string {
+  const lines = error.issues.map(
+    (i) =>
+      `  - ${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}${blame && i.path.length ? ` (set by ${blame(i.path)})` : ''}`,
+  );
   return `config (${origin}) is invalid:\n${lines.join('\n')}\nRun \`agentrl train --help\` for every option and its type.`;
 }
 
-function readConfigFile(file: string): Record<string, unknown> {
+/** A --config file's options as written (YAML or JSON); errors name the file and what is wrong. */
+export function readConfigFile(file: string): Record<string, unknown> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

@@ -1,4 +1,5 @@
 import cliProgress from 'cli-progress';
+import { formatEta } from './format-eta.js';
 
 /** Terminal progress: a bar with ETA and the key metrics of the last step; plain lines when not a TTY. */
 export interface Progress {
@@ -8,23 +9,27 @@ export interface Progress {
   stop(): void;
 }
 
-export function createProgress(enabled: boolean): Progress {
-  const tty = enabled && process.stderr.isTTY === true;
-  if (!tty) {
-    return {
-      start: (total, startValue, phase) => process.stderr.write(`[${phase}] ${startValue}/${total}\n`),
-      update: (value, metrics) => process.stderr.write(`  step ${value} ${formatMetrics(metrics)}\n`),
-      log: (line) => process.stderr.write(`${line}\n`),
-      stop: () => {},
-    };
-  }
+export interface ProgressOptions {
+  /** Where lines go (default process.stderr); a TTY gets the bar. */
+  stream?: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Clock in ms, for tests (default Date.now). */
+  now?: () => number;
+}
+
+/** Without a bar, a step line at most every this many ms, besides every 5% of the phase and its last step. */
+const PLAIN_INTERVAL_MS = 10_000;
+
+export function createProgress(enabled: boolean, opts: ProgressOptions = {}): Progress {
+  const stream = opts.stream ?? process.stderr;
+  if (!(enabled && stream.isTTY === true)) return createPlainProgress(stream, opts.now ?? Date.now);
   const bar = new cliProgress.SingleBar(
     {
       format: '{phase} [{bar}] {value}/{total} | ETA {eta_formatted} | {metrics}',
-      stream: process.stderr,
+      stream,
       hideCursor: true,
       etaBuffer: 8,
       clearOnComplete: false,
+      formatTime: formatEta,
     },
     cliProgress.Presets.shades_classic,
   );
@@ -47,7 +52,7 @@ export function createProgress(enabled: boolean): Progress {
     },
     log(line) {
       if (running) bar.stop();
-      process.stderr.write(`${line}\n`);
+      stream.write(`${line}\n`);
       running = false;
     },
     stop() {
@@ -55,6 +60,41 @@ export function createProgress(enabled: boolean): Progress {
       running = false;
     },
   };
+}
+
+/**
+ * `--no-progress` or not a terminal: one line per step would be 1000 lines for the tiny preset's
+ * SFT, so a step is printed when it crosses the next 5% of the phase, when 10 s passed since the
+ * last line (slow RL steps all show), and at the phase's last step; each line carries its ETA.
+ */
+function createPlainProgress(stream: NodeJS.WritableStream, now: () => number): Progress {
+  let phase = { total: 0, first: 0, startedAt: 0, lastAt: 0, nextMark: 0 };
+  return {
+    start(total, startValue, name) {
+      const t = now();
+      phase = { total, first: startValue, startedAt: t, lastAt: t, nextMark: 0 };
+      phase.nextMark = markAfter(startValue, total);
+      stream.write(`[${name}] ${startValue}/${total}\n`);
+    },
+    update(value, metrics) {
+      const t = now();
+      const due = value >= phase.nextMark || value >= phase.total || t - phase.lastAt >= PLAIN_INTERVAL_MS;
+      if (!due) return;
+      phase.lastAt = t;
+      phase.nextMark = markAfter(value, phase.total);
+      const done = value - phase.first;
+      const eta = done > 0 ? ((t - phase.startedAt) / 1000 / done) * (phase.total - value) : Number.NaN;
+      stream.write(`  step ${value}/${phase.total} ETA ${formatEta(eta)} ${formatMetrics(metrics)}\n`);
+    },
+    log: (line) => stream.write(`${line}\n`),
+    stop: () => {},
+  };
+}
+
+/** The first step past `value` that crosses the next 5% of `total`. */
+function markAfter(value: number, total: number): number {
+  const every = Math.max(1, Math.ceil(total / 20));
+  return (Math.floor(value / every) + 1) * every;
 }
 
 function formatMetrics(m: Record<string, number | string>): string {

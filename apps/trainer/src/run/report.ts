@@ -1,5 +1,8 @@
 import type { MetricsRecord } from './metrics-log.js';
-import { esc, lineChart, type Series } from './svg-chart.js';
+import { esc, lineChart, PALETTE, type Series } from './svg-chart.js';
+
+/** Dash patterns of runs 1, 2, 3… where a chart's colours are taken by its keys ('' = solid). */
+const RUN_DASHES = ['', '7 3', '2 2', '10 3 2 3'];
 
 /** A run to draw: its label and its metrics (the first is the subject, the rest are overlaid). */
 export interface ReportRun {
@@ -8,43 +11,128 @@ export interface ReportRun {
   config?: unknown;
 }
 
-/** [chart title, metric key, phase] for each panel; a missing metric simply draws nothing. */
-const PANELS: [string, string[], MetricsRecord['phase']][] = [
-  ['held-out accuracy (avg@k pass@1)', ['accuracy'], 'eval'],
-  ['reward (mean over sampled trajectories)', ['reward'], 'rl'],
-  ['tool-error ratio of positives: before / after RoC', ['posToolErrorBefore', 'posToolErrorAfter'], 'rl'],
-  ['response length (tokens, kept trajectories)', ['responseLength'], 'rl'],
-  ['tool calls per trajectory', ['toolCallsPerTrajectory'], 'rl'],
-  ['clip fraction low / high', ['clipFracLow', 'clipFracHigh'], 'rl'],
-  ['approx KL (old vs new policy)', ['approxKl'], 'rl'],
-  ['grad norm', ['gradNorm'], 'rl'],
-  ['tokens/s (generation)', ['tokensPerSec'], 'rl'],
-  ['time per step (s): generate / tool / train', ['timeGenerate', 'timeTool', 'timeTrain'], 'rl'],
-  ['SFT loss', ['loss'], 'sft'],
+/** One chart: its title, the metrics it draws (each a line), their phase, and its y axis. */
+interface Panel {
+  title: string;
+  keys: string[];
+  phase: MetricsRecord['phase'];
+  yLabel: string;
+  yFormat?: 'percent';
+  /** Why the panel can be flat by construction (shown only when it is). */
+  flatReason?: string;
+}
+
+/**
+ * One update per batch of fresh samples (no PPO epochs): the new policy is the one that sampled,
+ * so the ratio is 1, nothing is clipped and the KL is 0, unless the rollout engine's log-probs
+ * differ from the trainer's (a remote engine, bf16).
+ */
+const ON_POLICY = 'by construction: one update per batch of fresh samples, policy ratio 1';
+
+/** Legend names of metric keys drawn together in one chart. */
+const KEY_LABELS: Record<string, string> = {
+  posToolErrorBefore: 'sampled (before RoC)',
+  posToolErrorAfter: 'trained on (after RoC)',
+  clipFracLow: 'low',
+  clipFracHigh: 'high',
+  timeGenerate: 'generate',
+  timeTool: 'tool',
+  timeTrain: 'train',
+};
+
+const PANELS: Panel[] = [
+  {
+    title: 'held-out accuracy (avg@k pass@1)',
+    keys: ['accuracy'],
+    phase: 'eval',
+    yLabel: 'accuracy (%)',
+    yFormat: 'percent',
+  },
+  {
+    title: 'reward (mean over sampled trajectories)',
+    keys: ['reward'],
+    phase: 'rl',
+    yLabel: 'mean reward (0–1)',
+  },
+  {
+    title: 'tool-error ratio of positives: before / after RoC',
+    keys: ['posToolErrorBefore', 'posToolErrorAfter'],
+    phase: 'rl',
+    yLabel: 'failed tool calls (%)',
+    yFormat: 'percent',
+  },
+  {
+    title: 'response length (sampled trajectories)',
+    keys: ['responseLength'],
+    phase: 'rl',
+    yLabel: 'tokens',
+  },
+  { title: 'tool calls per trajectory', keys: ['toolCallsPerTrajectory'], phase: 'rl', yLabel: 'calls' },
+  {
+    title: 'clip fraction low / high',
+    keys: ['clipFracLow', 'clipFracHigh'],
+    phase: 'rl',
+    yLabel: 'tokens clipped (%)',
+    yFormat: 'percent',
+    flatReason: ON_POLICY,
+  },
+  {
+    title: 'approx KL (old vs new policy)',
+    keys: ['approxKl'],
+    phase: 'rl',
+    yLabel: 'KL (nats/token)',
+    flatReason: ON_POLICY,
+  },
+  { title: 'grad norm', keys: ['gradNorm'], phase: 'rl', yLabel: 'global L2 norm' },
+  { title: 'generation throughput', keys: ['tokensPerSec'], phase: 'rl', yLabel: 'tokens/s' },
+  {
+    title: 'time per step: generate / tool / train',
+    keys: ['timeGenerate', 'timeTool', 'timeTrain'],
+    phase: 'rl',
+    yLabel: 'seconds',
+  },
+  { title: 'SFT loss', keys: ['loss'], phase: 'sft', yLabel: 'cross-entropy (nats/token)' },
 ];
 
 /** A self-contained HTML page (inline SVG, inline CSS, no scripts) with every training curve. */
 export function renderReport(title: string, runs: ReportRun[]): string {
   const charts: string[] = [];
-  for (const [chartTitle, keys, phase] of PANELS) {
+  for (const panel of PANELS) {
+    const { keys, phase } = panel;
     const series: Series[] = [];
     runs.forEach((run, ri) => {
-      for (const key of keys) {
+      for (const [ki, key] of keys.entries()) {
         const points = run.records
           .filter((r) => r.phase === phase && typeof r[key] === 'number')
           .map((r) => [r.step, r[key] as number] as [number, number]);
         if (points.length === 0) continue;
+        const keyLabel = KEY_LABELS[key] ?? key;
         const label =
           runs.length > 1
-            ? `${run.label}${keys.length > 1 ? ` ${key}` : ''}`
+            ? `${run.label}${keys.length > 1 ? ` ${keyLabel}` : ''}`
             : keys.length > 1
-              ? key
+              ? keyLabel
               : run.label;
-        series.push({ label, points, dashed: ri > 0 });
+        // Several runs of several keys: colour says the key, dash says the run.
+        series.push(
+          runs.length > 1 && keys.length > 1
+            ? {
+                label,
+                points,
+                color: PALETTE[ki % PALETTE.length]!,
+                dash: RUN_DASHES[ri % RUN_DASHES.length]!,
+              }
+            : { label, points, dashed: ri > 0 },
+        );
       }
     });
-    const svg = lineChart(chartTitle, series, { xLabel: phase === 'sft' ? 'SFT step' : 'RL step' });
-    if (svg) charts.push(`<figure>${svg}</figure>`);
+    const svg = lineChart(panel.title, series, {
+      xLabel: phase === 'sft' ? 'SFT step' : 'RL step',
+      yLabel: panel.yLabel,
+      ...(panel.yFormat ? { yFormat: panel.yFormat } : {}),
+      ...(panel.flatReason ? { flatReason: panel.flatReason } : {}),
+    });
+    if (svg) charts.push(`<figure data-metric="${esc(keys.join(' '))}">${svg}</figure>`);
   }
   const summary = runs.map((r) => summaryRow(r)).join('');
   const configs = runs
@@ -55,7 +143,7 @@ export function renderReport(title: string, runs: ReportRun[]): string {
     )
     .join('');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
-<style>body{font:14px system-ui,sans-serif;margin:24px;color:#111}figure{display:inline-block;margin:6px}
+<style>body{font:14px system-ui,sans-serif;margin:24px;color:#111}figure{display:inline-block;margin:6px;vertical-align:top}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f5f5f5}
 pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:400px}</style></head><body>
 <h1>${esc(title)}</h1>
@@ -67,17 +155,16 @@ pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:400px}</style></head
 function summaryRow(run: ReportRun): string {
   const evals = run.records.filter((r) => r.phase === 'eval');
   const rl = run.records.filter((r) => r.phase === 'rl');
-  const mean = (key: string) => {
+  const mean = (key: string, f: (v: number) => string = num) => {
     const v = rl.map((r) => r[key]).filter((x): x is number => typeof x === 'number');
-    return v.length ? (v.reduce((a, b) => a + b, 0) / v.length).toFixed(3) : '–';
+    return v.length ? f(v.reduce((a, b) => a + b, 0) / v.length) : '–';
   };
-  const acc = (r: MetricsRecord | undefined) =>
-    typeof r?.accuracy === 'number' ? (r.accuracy * 100).toFixed(1) + '%' : '–';
+  const acc = (r: MetricsRecord | undefined) => (typeof r?.accuracy === 'number' ? pct(r.accuracy) : '–');
   const wall = run.records.reduce(
     (m, r) => (typeof r.wallSeconds === 'number' ? Math.max(m, r.wallSeconds) : m),
     0,
   );
-  return `<tr><td>${esc(run.label)}</td><td>${acc(evals[0])}</td><td>${acc(evals[evals.length - 1])}</td><td>${rl.length}</td><td>${mean('posToolErrorBefore')}</td><td>${mean('posToolErrorAfter')}</td><td>${mean('responseLength')}</td><td>${mean('responseLengthPositive')}</td><td>${wall ? `${wall.toFixed(0)} s` : '–'}</td></tr>`;
+  return `<tr><td>${esc(run.label)}</td><td>${acc(evals[0])}</td><td>${acc(evals[evals.length - 1])}</td><td>${rl.length}</td><td>${mean('posToolErrorBefore', pct)}</td><td>${mean('posToolErrorAfter', pct)}</td><td>${mean('responseLength')}</td><td>${mean('responseLengthPositive')}</td><td>${wall ? `${wall.toFixed(0)} s` : '–'}</td></tr>`;
 }
 
 /** One arm of an ablation (e.g. RoC, plain GRPO): the same config over several seeds. */
@@ -87,16 +174,39 @@ export interface AblationArm {
   runs: ReportRun[];
 }
 
-/** Panels of the ablation page: [title, metric key, phase]; each arm is drawn as mean with a min/max band. */
-const ABLATION_PANELS: [string, string, MetricsRecord['phase']][] = [
-  ['tool-error ratio of positives (sampled, before RoC)', 'posToolErrorBefore', 'rl'],
-  ['tool-error ratio of positives (trained on, after RoC)', 'posToolErrorAfter', 'rl'],
-  ['held-out accuracy (avg@k pass@1)', 'accuracy', 'eval'],
-  ['response length (tokens, sampled)', 'responseLength', 'rl'],
-  ['response length of positives (tokens)', 'responseLengthPositive', 'rl'],
-  ['tool calls per trajectory', 'toolCallsPerTrajectory', 'rl'],
-  ['reward (mean over sampled trajectories)', 'reward', 'rl'],
-];
+/** Panels of the ablation page; each arm is drawn as mean with a min/max band. */
+const ABLATION_PANELS: (Panel & { key: string })[] = [
+  {
+    title: 'tool-error ratio of positives (sampled, before RoC)',
+    key: 'posToolErrorBefore',
+    phase: 'rl',
+    yLabel: 'failed tool calls (%)',
+    yFormat: 'percent',
+  },
+  {
+    title: 'tool-error ratio of positives (trained on, after RoC)',
+    key: 'posToolErrorAfter',
+    phase: 'rl',
+    yLabel: 'failed tool calls (%)',
+    yFormat: 'percent',
+  },
+  {
+    title: 'held-out accuracy (avg@k pass@1)',
+    key: 'accuracy',
+    phase: 'eval',
+    yLabel: 'accuracy (%)',
+    yFormat: 'percent',
+  },
+  { title: 'response length (sampled)', key: 'responseLength', phase: 'rl', yLabel: 'tokens' },
+  { title: 'response length of positives', key: 'responseLengthPositive', phase: 'rl', yLabel: 'tokens' },
+  { title: 'tool calls per trajectory', key: 'toolCallsPerTrajectory', phase: 'rl', yLabel: 'calls' },
+  {
+    title: 'reward (mean over sampled trajectories)',
+    key: 'reward',
+    phase: 'rl',
+    yLabel: 'mean reward (0–1)',
+  },
+].map((p) => ({ ...p, keys: [p.key] }) as Panel & { key: string });
 
 /** Per step present in every run of the arm: [step, mean, std, min, max] of one metric across seeds. */
 export function bandSeries(
@@ -188,19 +298,25 @@ export function summarizeAblation(arms: readonly AblationArm[]): AblationSummary
  */
 export function renderAblationReport(title: string, arms: readonly AblationArm[]): string {
   const charts: string[] = [];
-  for (const [chartTitle, key, phase] of ABLATION_PANELS) {
+  for (const panel of ABLATION_PANELS) {
+    const { key, phase } = panel;
     const series: Series[] = [];
     arms.forEach((arm, ai) => {
       const rows = bandSeries(arm.runs, key, phase);
       if (rows.length === 0) return;
       series.push({
-        label: `${arm.label} mean, min–max of ${arm.runs.length}`,
+        label: `${arm.label} mean, min–max of ${arm.runs.length} seed${arm.runs.length === 1 ? '' : 's'}`,
         points: rows.map(([s, m]) => [s, m]),
         band: rows.map(([s, , , lo, hi]) => [s, lo, hi]),
         dashed: ai > 0,
       });
     });
-    const svg = lineChart(chartTitle, series, { xLabel: 'RL step', width: 480 });
+    const svg = lineChart(panel.title, series, {
+      xLabel: phase === 'eval' ? 'RL step (evaluated after it)' : 'RL step',
+      yLabel: panel.yLabel,
+      width: 480,
+      ...(panel.yFormat ? { yFormat: panel.yFormat } : {}),
+    });
     if (svg) charts.push(`<figure data-metric="${esc(key)}">${svg}</figure>`);
   }
   const summary = summarizeAblation(arms);
@@ -234,7 +350,7 @@ export function renderAblationReport(title: string, arms: readonly AblationArm[]
   );
   const perRunBody = perRun.slice(perRun.indexOf('<table>'), perRun.indexOf('<p><small>'));
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
-<style>body{font:14px system-ui,sans-serif;margin:24px;color:#111}figure{display:inline-block;margin:6px}
+<style>body{font:14px system-ui,sans-serif;margin:24px;color:#111}figure{display:inline-block;margin:6px;vertical-align:top}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f5f5f5}
 pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:400px}</style></head><body>
 <h1>${esc(title)}</h1>

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGenerator, deviceUnavailableReason, setEngineThreads } from '@agentrl/engine';
 import { createNativeAdapter } from '@agentrl/engine-adapters';
@@ -124,6 +125,19 @@ export async function createEnvironment(cfg: TrainConfig, opts: EnvironmentOptio
     await executor.close();
     throw err;
   }
+}
+
+/**
+ * Stops when a model directory given on the command line is not there, naming the directory and
+ * the option it came from (otherwise the first file read from it, the tokenizer, takes the blame).
+ */
+export function assertModelDir(dir: string, option: string): void {
+  const stat = statSync(dir, { throwIfNoEntry: false });
+  if (!stat?.isDirectory())
+    throw new TrainerError(
+      'CHECKPOINT',
+      `model: ${dir} (${option}) ${stat ? 'is a file, not a directory' : 'does not exist'}; point ${option} at a checkpoint directory (config.json + model.safetensors, as runs/<name>/checkpoints/<tag> or a Hugging Face download)`,
+    );
 }
 
 /**

@@ -17,7 +17,12 @@ export function startCursor(stage: string, pool: string[] | null): DataCursor {
   return { stage, epoch: 0, offset: 0, pool };
 }
 
-/** The next `count` ids and the advanced cursor; wraps into a freshly shuffled epoch. */
+/**
+ * The next `count` distinct ids and the advanced cursor; wraps into a freshly shuffled epoch. A step
+ * never holds one id twice (each trajectory's id, and so the engine's cache id, derives from it): a
+ * pool smaller than `count` gives every id once, and an id the step already took from the end of
+ * the last epoch is passed over at the start of the next.
+ */
 export function takeIds(
   cursor: DataCursor,
   allIds: readonly string[],
@@ -28,14 +33,16 @@ export function takeIds(
   if (pool.length === 0) return { ids: [], cursor };
   const next = { ...cursor };
   const ids: string[] = [];
+  const want = Math.min(count, pool.length);
   let order = epochOrder(pool, seed, next.stage, next.epoch);
-  while (ids.length < count) {
+  while (ids.length < want) {
     if (next.offset >= order.length) {
       next.epoch++;
       next.offset = 0;
       order = epochOrder(pool, seed, next.stage, next.epoch);
     }
-    ids.push(order[next.offset++]!);
+    const id = order[next.offset++]!;
+    if (!ids.includes(id)) ids.push(id);
   }
   return { ids, cursor: next };
 }

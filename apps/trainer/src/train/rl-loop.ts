@@ -72,6 +72,11 @@ function nextBatch(ctx: TrainContext, stage: RlStage): Problem[] {
       ctx.progress.log(
         `stage ${stage.name}: ${pool?.length ?? 0} of ${split.train.length} problems not yet solved by every sample`,
       );
+    const available = state.cursor.pool?.length ?? split.train.length;
+    if (available < cfg.rl.promptsPerStep)
+      ctx.progress.log(
+        `stage ${stage.name}: ${available} problems to draw from, fewer than rl.promptsPerStep (${cfg.rl.promptsPerStep}); each step takes all ${available} once (add rows or lower --rl.promptsPerStep to silence this)`,
+      );
   }
   const ids = split.train.map((p) => p.id);
   const take = takeIds(state.cursor, ids, cfg.rl.promptsPerStep, cfg.seed);
@@ -103,6 +108,6 @@ function recordStep(ctx: TrainContext, stage: RlStage, step: number, out: RlStep
     reward: out.metrics.reward!,
     len: Math.round(out.metrics.responseLength!),
     tools: out.metrics.toolCallsPerTrajectory!,
-    kl: out.metrics.approxKl!,
+    kl: out.metrics.approxKl ?? 'no update',
   });
 }

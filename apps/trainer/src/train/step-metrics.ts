@@ -53,10 +53,14 @@ export function rolloutMetrics(input: RolloutMetricsInput): Record<string, numbe
   return metrics;
 }
 
-/** The metrics of one RL step, rollout side and update side, in the order metrics.jsonl has them. */
+/**
+ * The metrics of one RL step, rollout side and update side, in the order metrics.jsonl has them.
+ * `updated` is 1 when the policy was updated, 0 when RoC kept nothing to train on: such a step
+ * records no lr, loss, gradient or clip figures (none happened), where a 0 would read as measured.
+ */
 export function stepMetrics(
   rollout: Record<string, number>,
-  policy: PolicyStepMetrics,
+  policy: PolicyStepMetrics | null,
   tTrain: number,
 ): Record<string, number> {
   const {
@@ -68,16 +72,22 @@ export function stepMetrics(
     timeTool,
     ...side
   } = rollout;
+  const update: Record<string, number> = policy
+    ? {
+        loss: policy.loss,
+        gradNorm: policy.gradNorm,
+        clipFracLow: policy.clipFracLow,
+        clipFracHigh: policy.clipFracHigh,
+        approxKl: policy.approxKl,
+        rolloutTrainLogprobMaxAbsDiff: policy.rolloutTrainLogprobMaxAbsDiff,
+        trainTokens: policy.trainTokens,
+      }
+    : { trainTokens: 0 };
   const metrics: Record<string, number> = {
-    lr: policy.lr,
+    updated: policy ? 1 : 0,
+    ...(policy ? { lr: policy.lr } : {}),
     ...side,
-    loss: policy.loss,
-    gradNorm: policy.gradNorm,
-    clipFracLow: policy.clipFracLow,
-    clipFracHigh: policy.clipFracHigh,
-    approxKl: policy.approxKl,
-    rolloutTrainLogprobMaxAbsDiff: policy.rolloutTrainLogprobMaxAbsDiff,
-    trainTokens: policy.trainTokens,
+    ...update,
     tokensPerSec: tokensPerSec!,
     timeGenerate: timeGenerate!,
     timeTool: timeTool!,

@@ -4,18 +4,6 @@ import type { TrainConfig } from '../config/schema.js';
 import type { SharedStep } from './distributed-rollout.js';
 import type { PolicyStepMetrics, TrainablePolicy } from './policy.js';
 
-/** What an RL step with nothing to train on reports (every group dropped by RoC). */
-const NO_UPDATE: PolicyStepMetrics = {
-  loss: 0,
-  gradNorm: 0,
-  lr: 0,
-  clipFracLow: 0,
-  clipFracHigh: 0,
-  approxKl: 0,
-  trainTokens: 0,
-  rolloutTrainLogprobMaxAbsDiff: 0,
-};
-
 /** Group advantages → packed micro-batches of the groups RoC kept (none when it kept nothing). */
 export function packPhase(cfg: TrainConfig, groups: Group[]): MicroBatch[] {
   if (!groups.some((g) => g.trajectories.length > 0)) return [];
@@ -26,15 +14,16 @@ export function packPhase(cfg: TrainConfig, groups: Group[]): MicroBatch[] {
 /**
  * The update phase of an RL step: one policy update over this rank's share of the micro-batches
  * (all of them in a single process), normalised by the whole step's totals. The policy's weights
- * are the in-process engine's, so its weight sync is the swap itself.
+ * are the in-process engine's, so its weight sync is the swap itself. Null when RoC kept nothing:
+ * no update ran, so there is no loss, learning rate or gradient to report.
  */
 export function updatePhase(
   cfg: TrainConfig,
   policy: TrainablePolicy,
   shared: SharedStep,
-): PolicyStepMetrics {
+): PolicyStepMetrics | null {
   const rl = cfg.rl;
-  if (shared.header.count === 0) return { ...NO_UPDATE };
+  if (shared.header.count === 0) return null;
   return policy.policyStep(
     shared.microBatches,
     {
