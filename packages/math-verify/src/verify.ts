@@ -39,8 +39,11 @@ export interface VerifyResult {
 function sameText(a: Answer, b: Answer): boolean {
   if (a.raw.length > LIMITS.maxAnswerChars || b.raw.length > LIMITS.maxAnswerChars)
     return a.raw.trim() === b.raw.trim();
-  const canonical = (x: Answer) => canonicalOfNormal(x.normal ?? normalizeAnswer(x.raw));
-  return canonical(a) === canonical(b);
+  return canonicalOf(a) === canonicalOf(b);
+}
+
+function canonicalOf(x: Answer): string {
+  return canonicalOfNormal(x.normal ?? normalizeAnswer(x.raw));
 }
 
 /**

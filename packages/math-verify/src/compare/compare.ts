@@ -40,6 +40,11 @@ export function answersEqual(gold: Node, pred: Node, o: CompareOptions): boolean
   return scalarEqual(gold, pred, o);
 }
 
+/** A list, a set, or one answer with ± (two answers). */
+function isMulti(n: Node): boolean {
+  return n.k === 'list' || n.k === 'set' || expandPm(n).length > 1;
+}
+
 const unPct = (n: Node): Node => (n.k === 'pct' ? n.x : n);
 const isCollection = (n: Node): boolean => n.k === 'list' || n.k === 'set' || n.k === 'tuple';
 
@@ -283,11 +288,18 @@ function itemEqual(g: Node, p: Node, o: CompareOptions): boolean {
 
 /** Same elements both ways (duplicates collapse, order ignored); each pair is compared once. */
 function sameSet(gs: Node[], ps: Node[], o: CompareOptions): boolean {
-  // 0: not compared yet, 1: equal, 2: not equal
+  // 0: not compared yet, 1: equal, 2: not equal (plain loops: no closure per item on this hot path)
   const memo = new Uint8Array(gs.length * ps.length);
-  const eq = memoEqual.bind(null, gs, ps, o, memo);
-  for (let i = 0; i < gs.length; i++) if (!anyOf(ps.length, (j) => eq(i, j))) return false;
-  for (let j = 0; j < ps.length; j++) if (!anyOf(gs.length, (i) => eq(i, j))) return false;
+  for (let i = 0; i < gs.length; i++) {
+    let found = false;
+    for (let j = 0; j < ps.length && !found; j++) found = memoEqual(gs, ps, o, memo, i, j);
+    if (!found) return false;
+  }
+  for (let j = 0; j < ps.length; j++) {
+    let found = false;
+    for (let i = 0; i < gs.length && !found; i++) found = memoEqual(gs, ps, o, memo, i, j);
+    if (!found) return false;
+  }
   return true;
 }
 
@@ -302,11 +314,6 @@ function memoEqual(
   const k = i * ps.length + j;
   if (memo[k] === 0) memo[k] = itemEqual(gs[i] as Node, ps[j] as Node, o) ? 1 : 2;
   return memo[k] === 1;
-}
-
-function anyOf(n: number, f: (i: number) => boolean): boolean {
-  for (let i = 0; i < n; i++) if (f(i)) return true;
-  return false;
 }
 
 function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
@@ -325,7 +332,6 @@ function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
     return false;
   }
   // x = \pm 2 is the two-element answer {-2, 2}, in either direction
-  const isMulti = (n: Node) => n.k === 'list' || n.k === 'set' || expandPm(n).length > 1;
   if (isMulti(gold) && isMulti(pred)) return sameSet(items(gold), items(pred), o);
   // A single gold answer is never matched by a list of candidates.
   return false;

@@ -110,6 +110,22 @@ const isLetter = (s: string, i: number): boolean => {
   return c >= 97 && c <= 122;
 };
 
+function pushTo(out: Token[], t: Token): void {
+  if (out.length >= LIMITS.maxTokens) throw new ParseFailure('too many tokens');
+  out.push(t);
+}
+
+function knownCommand(n: string): boolean {
+  return (
+    TEXT_COMMANDS.has(n) ||
+    TRANSPARENT.has(n) ||
+    SPACES.has(n) ||
+    n === 'begin' ||
+    n === 'end' ||
+    KNOWN_COMMANDS.has(n)
+  );
+}
+
 function skipSpaces(src: string, i: number): number {
   while (i < src.length && isSpace(src, i)) i++;
   return i;
@@ -119,10 +135,7 @@ function skipSpaces(src: string, i: number): number {
 export function tokenize(src: string, deadline: Deadline): Token[] {
   const out: Token[] = [];
   let i = 0;
-  const push = (t: Token) => {
-    if (out.length >= LIMITS.maxTokens) throw new ParseFailure('too many tokens');
-    out.push(t);
-  };
+  const push = pushTo.bind(null, out); // bound, not a local arrow (tsx names each of those per call)
   while (i < src.length) {
     deadline.check();
     const c = src[i] as string;
@@ -159,14 +172,7 @@ export function tokenize(src: string, deadline: Deadline): Token[] {
         continue;
       }
       let name = m[0];
-      const known = (n: string) =>
-        TEXT_COMMANDS.has(n) ||
-        TRANSPARENT.has(n) ||
-        SPACES.has(n) ||
-        n === 'begin' ||
-        n === 'end' ||
-        KNOWN_COMMANDS.has(n);
-      if (!known(name)) {
+      if (!knownCommand(name)) {
         const glued = GLUABLE.find((g) => name.startsWith(g) && name.length > g.length);
         if (glued) name = glued;
       }
