@@ -20,7 +20,9 @@ PARENT = os.environ.get("AGENTRL_MEMORY_CGROUP") or None
 
 def create(call_id, memory_mb):
     """A fresh child group for one call, limited to `memory_mb`; its path."""
-    path = os.path.join(PARENT, f"call-{os.getpid()}-{call_id}")
+    # each fork server is pid 2 or so of its own pid namespace and counts ids from 1: a random part keeps
+    # the groups of several servers under one parent apart
+    path = os.path.join(PARENT, f"call-{os.urandom(6).hex()}-{call_id}")
     os.mkdir(path)
     try:
         write(path, "memory.max", str(int(memory_mb) << 20))
