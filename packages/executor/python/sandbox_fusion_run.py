@@ -166,7 +166,7 @@ def run_command(argv, stdin, timeout, capture):
         except subprocess.TimeoutExpired:
             timed_out = True
     if timed_out:
-        kill_everything()
+        kill_everything(p.pid)  # its session: start_new_session made its pid the group's id
         p.wait()
     sel.close()
     elapsed = time.monotonic() - start
@@ -189,8 +189,19 @@ def command_result(status, start, code, stdout, stderr, elapsed=None):
     }
 
 
-def kill_everything():
-    """As pid 1 of the call's pid namespace, kill(-1) reaches every other process of the call; reap them all."""
+def kill_everything(group=None):
+    """As pid 1 of the call's pid namespace, kill(-1) reaches every other process of the call; reap them all.
+
+    Anywhere else kill(-1) would reach every process of this uid on the host, so there only the program's
+    own session (`group`) is killed: nothing then stops a process that left it from touching the files.
+    """
+    if os.getpid() != 1:
+        if group is not None:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return
     while True:
         try:
             os.kill(-1, signal.SIGKILL)
