@@ -9,6 +9,8 @@ import signal
 import socket
 import struct
 
+from _agentrl_cgroup import join as join_cgroup
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
@@ -129,6 +131,9 @@ def isolate(req, tmp_binds=(), own_network=True):
     shares the server's network namespace instead, which saves about a millisecond). `tmp_binds` are
     read-only paths under /tmp (or /dev/shm) that the call's fresh tmpfs would otherwise hide.
     """
+    if req.get("cgroup"):
+        # first of all, so that everything the call ever holds is charged to its own memory.max
+        join_cgroup(req["cgroup"])
     check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | (CLONE_NEWNET if own_network else 0)), "unshare(mount, ipc, net)")
     if own_network:
         loopback_up()
@@ -144,6 +149,10 @@ def isolate(req, tmp_binds=(), own_network=True):
         bind_read_only(fd, path)
         os.close(fd)
     check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV, None), "mount /proc")
+    if req.get("cgroup"):
+        # the delegated cgroup directory is bound into the sandbox for this setup only: hidden from user code
+        hide = os.path.dirname(req["cgroup"]).encode()
+        check(libc.mount(b"tmpfs", hide, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k"), "hide the cgroups")
     for cap in range(64):
         libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the last known cap: fine
     if os.getuid() == 0 and uid_is_mapped(NOBODY):

@@ -25,9 +25,10 @@ import struct
 import sys
 import time
 
-# -I leaves the script's folder off sys.path; add it for our two modules only, then remove it so that
+# -I leaves the script's folder off sys.path; add it for our own modules only, then remove it so that
 # user code sees the interpreter's ordinary sys.path.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _agentrl_cgroup as cgroup  # noqa: E402
 from _agentrl_setup import PR_SET_DUMPABLE, libc  # noqa: E402
 from _agentrl_zygote import start_zygote  # noqa: E402
 
@@ -50,7 +51,7 @@ PYTHONPATH = [p for p in os.environ.get("AGENTRL_PYTHONPATH", "").split(os.paths
 
 class Call:
     __slots__ = ("req", "pid", "pidfd", "fds", "head", "tail", "total", "control", "started", "deadline",
-                 "killed", "status", "rusage", "open", "held", "base")
+                 "killed", "status", "rusage", "open", "held", "base", "cgroup")
 
     def __init__(self, req):
         self.req = req
@@ -61,6 +62,7 @@ class Call:
         self.control = bytearray()
         self.killed = False
         self.held = None  # bytes it held when the memory cap ended it
+        self.cgroup = None  # its own cgroup (memory.max), where the executor was given one
         self.status = None
         self.rusage = None
 
@@ -76,6 +78,7 @@ class Server:
         self.inbuf = bytearray()
         self.skip_line = False
         self.next_sample = 0.0
+        self.stale_groups = []  # call cgroups whose last processes were still exiting when it ended
         self.out = sys.stdout.buffer
         os.set_blocking(0, False)
         self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
@@ -89,10 +92,13 @@ class Server:
         `owned` until the call exists, then the Call (its read ends and pidfd, closed as each drains or is reaped).
         The call reads its request from a memfd of its own: no process it is forked from ever held it."""
         stdin = decode_request(req)  # everything that can fail on the request's content fails here, before any fd
-        payload = json.dumps({k: req[k] for k in CHILD_FIELDS if k in req}).encode()
+        req.pop("cgroup", None)  # only this server names a call's group
         call = Call(req)
         owned = []
         try:
+            if cgroup.PARENT:
+                call.cgroup = req["cgroup"] = cgroup.create(req["id"], req["memoryMb"])
+            payload = json.dumps({k: req[k] for k in CHILD_FIELDS if k in req}).encode()
             pipes = {}
             for target in (1, 2, 3):
                 r, w = os.pipe()
@@ -117,6 +123,8 @@ class Server:
                 raise
         except BaseException:
             close_all(owned)
+            if call.cgroup:
+                cgroup.remove(call.cgroup)
             raise
         # From here nothing fails on the request; the call owns the read ends and the pidfd.
         close_all([w for _, w in pipes.values()] + [req_fd, stdin_fd])
@@ -195,6 +203,8 @@ class Server:
         except Exception as e:  # a bug here must fail this call only, never the server
             result = sandbox_error(call.req, f"fork server: could not build the result: {type(e).__name__}: {e}")
         self.send(result)
+        if call.cgroup and not cgroup.remove(call.cgroup):
+            self.stale_groups.append(call.cgroup)
 
     def result(self, call):
         req = call.req
@@ -232,6 +242,12 @@ class Server:
             mb = int(req["memoryMb"])
             texts[2] += (f"\nMemoryError: the call held {call.held >> 20} MB, over its memoryMb {mb} "
                          "(all its processes, its /tmp and /dev/shm together)")
+        elif call.cgroup and cgroup.oom_killed(call.cgroup):
+            # the kernel's OOM killer, inside the call's own memory.max: every process of the call went
+            status = "memory_exceeded"
+            peak = cgroup.peak_mb(call.cgroup)
+            texts[2] += (f"\nMemoryError: the call went over its memoryMb {int(req['memoryMb'])} (its cgroup's "
+                         f"memory.max{'' if peak is None else f'; peak {peak} MB'})")
         elif call.killed or signame == "SIGXCPU" or (signame == "SIGKILL" and cpu_ms >= req["cpuMs"]):
             status = "timeout"
         elif signame == "SIGKILL":
@@ -284,6 +300,8 @@ class Server:
         if now < self.next_sample:
             return
         self.next_sample = now + MEMORY_SAMPLE_S
+        if self.stale_groups:
+            self.stale_groups = [g for g in self.stale_groups if not cgroup.remove(g)]
         for call in list(self.calls.values()):
             if call.status is not None or call.killed or now - call.started < MEMORY_SAMPLE_S:
                 continue
@@ -367,7 +385,7 @@ class Server:
 
 
 # What a call's own process is told of its request (the rest stays with the server).
-CHILD_FIELDS = ("code", "lastExpression", "cpuMs", "memoryMb", "maxProcs", "maxFileMb", "tmpMb")
+CHILD_FIELDS = ("code", "lastExpression", "cpuMs", "memoryMb", "maxProcs", "maxFileMb", "tmpMb", "cgroup")
 NUMERIC_FIELDS = ("timeoutMs", "cpuMs", "memoryMb", "maxOutputBytes", "maxProcs", "maxFileMb", "tmpMb")
 
 

@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { executorParseOptions, executorUsage } from './cli-flags.js';
 import type { PoolConfigInput } from './config.js';
+import { EmbeddedPool } from './embedded-pool.js';
 import { ExecutorError } from './errors.js';
+import type { MemoryCap } from './memory-cgroup.js';
 import { startWorker } from './redis-worker.js';
 import { serve } from './serve.js';
 
@@ -38,6 +40,7 @@ export async function main(argv: string[]): Promise<void> {
       extraReadOnly: pathList(values['read-only'] as string[] | undefined),
       pythonPath: pathList(values.pythonpath as string[] | undefined),
       networkPerCall: onOff('network-per-call', str('network-per-call')),
+      memoryCgroup: str('memory-cgroup'),
     }).filter(([, v]) => v !== undefined),
   );
   const command = positionals[0];
@@ -59,6 +62,7 @@ export async function main(argv: string[]): Promise<void> {
       pool,
     });
     console.log(`agentrl-executor: serving on ${server.url} (${server.backend.mode})`);
+    if (server.backend instanceof EmbeddedPool) console.log(memoryCapLine(server.backend.memoryCap));
     stop = server.close;
   } else {
     const redis = str('redis');
@@ -122,4 +126,11 @@ if (invokedDirectly()) {
     console.error(e.message);
     process.exit(1);
   });
+}
+
+/** The memory cap in force, once at start: an operator sees whether memory.max applies, or why not. */
+function memoryCapLine(cap: MemoryCap): string {
+  return cap.kind === 'cgroup'
+    ? `agentrl-executor: per-call memory.max under ${cap.parent}, plus the sampling cap`
+    : `agentrl-executor: memory cap by sampling (no per-call cgroup: ${cap.reason})`;
 }

@@ -93,6 +93,13 @@ export const EXECUTOR_FLAGS: readonly ExecutorFlag[] = [
     commands: BOTH,
   },
   {
+    name: 'memory-cgroup',
+    value: 'auto|off|path',
+    description:
+      'per-call cgroup v2 memory.max under this delegated group (default auto: own group if delegated); sampling cap otherwise',
+    commands: BOTH,
+  },
+  {
     name: 'read-only',
     value: 'path[:path...]',
     description: 'host paths exposed read-only at the same path, /tmp ones included (repeatable)',

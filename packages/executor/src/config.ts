@@ -116,6 +116,15 @@ export const PoolSchema = LimitsSchema.extend({
     .describe(
       "each call in its own network namespace, so calls cannot reach one another's loopback ports or abstract sockets (about 1 ms a call); false: calls of one fork server share its (offline) namespace",
     ),
+  memoryCgroup: z
+    .string()
+    .refine((v) => v === 'auto' || v === 'off' || v.startsWith('/'), {
+      message: "must be 'auto', 'off' or an absolute path to a cgroup v2 directory",
+    })
+    .default('auto')
+    .describe(
+      "per-call cgroup v2 memory.max on top of the sampling cap: 'auto' (this process's own group, when memory is already enabled for its children), 'off', or an absolute path to a delegated cgroup v2 directory; where none qualifies, the sampling cap alone (EmbeddedPool.memoryCap says which, and why)",
+    ),
   pythonPath: z
     .array(z.string())
     .default([])

@@ -1,6 +1,7 @@
 import { type PoolConfig, type PoolConfigInput, PoolSchema, parseConfig } from './config.js';
 import { ExecutorError } from './errors.js';
 import { ForkServer } from './fork-server.js';
+import { detectMemoryCgroup, type MemoryCap } from './memory-cgroup.js';
 import { answerEach, errorResult, resolveRequest, toResult } from './requests.js';
 import { checkBwrap, checkExposedPaths, resolvePython } from './sandbox-spec.js';
 import { Semaphore } from './semaphore.js';
@@ -21,6 +22,8 @@ export class EmbeddedPool implements Executor {
   private readonly recorder = new StatsRecorder();
   private readonly preloadPattern: RegExp | undefined;
   private closed = false;
+  /** How the per-call memory cap is enforced here: a cgroup's memory.max, or sampling alone (and why). */
+  readonly memoryCap: MemoryCap;
 
   constructor(input: PoolConfigInput = {}) {
     this.config = parseConfig(PoolSchema, input, 'embedded pool config');
@@ -29,11 +32,21 @@ export class EmbeddedPool implements Executor {
     const pythonPath = checkExposedPaths(this.config.pythonPath, 'pythonPath (--pythonpath)');
     if (sandbox === 'bwrap') checkBwrap();
     const python = resolvePython(this.config.python);
+    this.memoryCap = detectMemoryCgroup(this.config.memoryCgroup);
+    const memoryCgroup = this.memoryCap.kind === 'cgroup' ? this.memoryCap.parent : null;
     const make = (modules: readonly string[]) =>
       Array.from(
         { length: this.config.servers },
         () =>
-          new ForkServer({ python, preload: modules, sandbox, extraReadOnly, pythonPath, networkPerCall }),
+          new ForkServer({
+            python,
+            preload: modules,
+            sandbox,
+            extraReadOnly,
+            pythonPath,
+            networkPerCall,
+            memoryCgroup,
+          }),
       );
     this.science = make(preload);
     this.lean = [];

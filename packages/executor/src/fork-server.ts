@@ -49,6 +49,8 @@ export interface ForkServerOptions {
   pythonPath: readonly string[];
   /** Each call in its own network namespace (true), or sharing the fork server's. */
   networkPerCall: boolean;
+  /** A delegated cgroup v2 directory for per-call memory.max (src/memory-cgroup.ts), or null: sampling only. */
+  memoryCgroup?: string | null;
 }
 
 /**
@@ -85,7 +87,15 @@ export class ForkServer {
     const argv = [python.executable, '-I', script];
     const [cmd, ...args] =
       sandbox === 'bwrap'
-        ? ['bwrap', ...bwrapArgs(python, [...this.opts.extraReadOnly, ...this.opts.pythonPath]), ...argv]
+        ? [
+            'bwrap',
+            ...bwrapArgs(
+              python,
+              [...this.opts.extraReadOnly, ...this.opts.pythonPath],
+              this.opts.memoryCgroup,
+            ),
+            ...argv,
+          ]
         : argv;
     const env = {
       PATH: '/usr/local/bin:/usr/bin:/bin',
@@ -97,6 +107,7 @@ export class ForkServer {
       ),
       AGENTRL_PYTHONPATH: this.opts.pythonPath.join(':'),
       AGENTRL_NETWORK_PER_CALL: this.opts.networkPerCall ? '1' : '0',
+      AGENTRL_MEMORY_CGROUP: this.opts.memoryCgroup ?? '',
       // One BLAS thread: the server must stay single-threaded to fork safely, and calls run in parallel anyway.
       OPENBLAS_NUM_THREADS: '1',
       OMP_NUM_THREADS: '1',

@@ -20,6 +20,7 @@ export { EmbeddedPool } from './embedded-pool.js';
 export { ExecutorError, ExecutorErrorCode } from './errors.js';
 export { type HttpClientOptions, HttpExecutor } from './http-client.js';
 export { createHttpServer, type HttpServerOptions } from './http-server.js';
+export { type CgroupProbe, detectMemoryCgroup, type MemoryCap } from './memory-cgroup.js';
 export { type RedisClientOptions, RedisClientSchema, RedisExecutor } from './redis-client.js';
 export {
   startWorker,

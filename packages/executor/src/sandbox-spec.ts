@@ -44,7 +44,11 @@ export function resolvePython(python: string): PythonInfo {
 }
 
 /** bwrap arguments for one fork server: read-only system, no network, own namespaces, tmpfs root. */
-export function bwrapArgs(info: PythonInfo, extraReadOnly: readonly string[]): string[] {
+export function bwrapArgs(
+  info: PythonInfo,
+  extraReadOnly: readonly string[],
+  memoryCgroup?: string | null,
+): string[] {
   // As root, bwrap runs privileged (no user namespace) so that each call can switch to `nobody`: the
   // kernel never enforces RLIMIT_NPROC on uid 0. Unprivileged, bwrap needs a user namespace of its own.
   const root = process.getuid?.() === 0;
@@ -54,7 +58,8 @@ export function bwrapArgs(info: PythonInfo, extraReadOnly: readonly string[]): s
     '--unshare-net',
     '--unshare-ipc',
     '--unshare-uts',
-    '--unshare-cgroup-try',
+    // a call moves itself into its own group under memoryCgroup, outside this server's cgroup namespace root
+    ...(memoryCgroup ? [] : ['--unshare-cgroup-try']),
     '--die-with-parent',
     '--new-session',
     // The fork server needs capabilities to build each call's namespaces and mounts; every child drops
@@ -66,7 +71,7 @@ export function bwrapArgs(info: PythonInfo, extraReadOnly: readonly string[]): s
   ];
   const seen = new Set<string>();
   const dirs = new Set<string>();
-  const roBind = (p: string) => {
+  const roBind = (p: string, how: '--ro-bind' | '--bind' = '--ro-bind') => {
     if (seen.has(p) || !existsSync(p)) return;
     seen.add(p);
     // bwrap would create missing parents as 0700 dirs, which nobody (the user code) could not cross.
@@ -77,7 +82,7 @@ export function bwrapArgs(info: PythonInfo, extraReadOnly: readonly string[]): s
       dirs.add(d);
       args.push('--perms', '0755', '--dir', d);
     }
-    args.push('--ro-bind', p, p);
+    args.push(how, p, p);
   };
   roBind('/usr');
   for (const top of ['/bin', '/sbin', '/lib', '/lib32', '/lib64']) {
@@ -93,6 +98,11 @@ export function bwrapArgs(info: PythonInfo, extraReadOnly: readonly string[]): s
   // The server's /tmp first, so that configured paths under /tmp land on it instead of being hidden by it.
   args.push('--proc', '/proc', '--dev', '/dev', '--dir', '/dev/shm', '--tmpfs', '/tmp');
   for (const p of extraReadOnly) roBind(p);
+  if (memoryCgroup) {
+    // the one writable path (its own mount, so the read-only root leaves it writable); each call hides it
+    // again once it has joined its group
+    roBind(memoryCgroup, '--bind');
+  }
   args.push('--remount-ro', '/');
   return args;
 }

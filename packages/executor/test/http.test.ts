@@ -91,8 +91,11 @@ describe('HTTP server and client', () => {
       status: 'Failed',
       run_result: { status: 'TimeLimitExceeded', return_code: null },
     });
-    const cpp = await post('/run_code', { code: 'x', language: 'cpp' }); // refused in SandboxFusion's shape
-    expect(cpp).toMatchObject({ status: 200, body: { status: 'SandboxError', run_result: null } });
+    // cpp runs since issue 25: a source that does not compile is Failed, with its compile_result
+    const cpp = await post('/run_code', { code: 'x', language: 'cpp' });
+    expect(cpp).toMatchObject({ status: 200, body: { status: 'Failed', run_result: null } });
+    const go = await post('/run_code', { code: 'x', language: 'go' }); // refused in SandboxFusion's shape
+    expect(go).toMatchObject({ status: 200, body: { status: 'SandboxError', run_result: null } });
   });
 
   it('serves health and Prometheus metrics', async () => {

@@ -16,9 +16,17 @@ export interface Answer {
   shown?: string;
   /** A second reading of an ambiguous gold (`-2,1`: the decimal −2.1, or the list −2 and 1). */
   alternative?: Node;
+  /** normalizeAnswer(raw), kept when parsing computed it (the string comparison needs it again). */
+  normal?: string;
 }
 
-export function parseCandidate(text: string, deadline: Deadline, plain?: string): Node | null {
+/** Parses one candidate; `seen.normal` receives its normalised text when that was computed. */
+export function parseCandidate(
+  text: string,
+  deadline: Deadline,
+  plain?: string,
+  seen?: { normal?: string },
+): Node | null {
   // never normalise (or parse) an unbounded string: the cap is what keeps every regex cheap
   if (text.length > LIMITS.maxAnswerChars) return null;
   try {
@@ -27,6 +35,7 @@ export function parseCandidate(text: string, deadline: Deadline, plain?: string)
       return text.endsWith('%') ? { k: 'pct', x: node } : node;
     }
     const normal = normalizeAnswer(text);
+    if (seen) seen.normal = normal;
     try {
       return parseLatex(normal, deadline);
     } catch (e) {
@@ -67,8 +76,9 @@ export function extractFrom(text: string, deadline: Deadline): Answer | null {
       if (++tried > LIMITS.maxCandidates) return fallback ? { raw: fallback.text, node: null } : null;
       if (c.kind === 'plain' && failed.some((f) => c.start < f.end && c.end > f.start)) continue;
       fallback ??= c;
-      const node = parseCandidate(c.text, deadline, c.plainNumber);
-      if (node) return c.shown ? { raw: c.text, node, shown: c.shown } : { raw: c.text, node };
+      const seen: { normal?: string } = {};
+      const node = parseCandidate(c.text, deadline, c.plainNumber, seen);
+      if (node) return { raw: c.text, node, ...(c.shown && { shown: c.shown }), ...seen };
       if (c.kind === 'latex' || c.kind === 'boxed') failed.push(c);
     }
   }
@@ -90,8 +100,9 @@ export function goldAnswer(gold: string, deadline: Deadline, bare: boolean): Ans
       const list = /^-?\d+,\d+$/.test(g) ? parseCandidate(g, deadline) : null;
       return list ? { raw: g, node, alternative: list } : { raw: g, node };
     }
-    const node = parseCandidate(g, deadline);
-    if (node) return { raw: g, node };
+    const seen: { normal?: string } = {};
+    const node = parseCandidate(g, deadline, undefined, seen);
+    if (node) return { raw: g, node, ...seen };
   }
   return extractFrom(gold, deadline);
 }

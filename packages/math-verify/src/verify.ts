@@ -3,7 +3,7 @@ import { casEqual } from './cas.js';
 import { answersEqual } from './compare/compare.js';
 import { DEFAULT_VERIFY_OPTIONS, resolveOptions, type VerifyOptions } from './config.js';
 import { Deadline, DeadlineExceeded } from './deadline.js';
-import { canonicalString } from './latex/normalize.js';
+import { canonicalOfNormal, normalizeAnswer } from './latex/normalize.js';
 import { LIMITS } from './limits.js';
 import { warmUpOnce } from './warm-up.js';
 
@@ -35,10 +35,15 @@ export interface VerifyResult {
   reason: VerifyReason;
 }
 
-/** Same answer text after normalisation; over-long answers are compared as written. */
-function sameText(a: string, b: string): boolean {
-  if (a.length > LIMITS.maxAnswerChars || b.length > LIMITS.maxAnswerChars) return a.trim() === b.trim();
-  return canonicalString(a) === canonicalString(b);
+/** Same answer text after normalisation (reused from parsing when done there); over-long answers as written. */
+function sameText(a: Answer, b: Answer): boolean {
+  if (a.raw.length > LIMITS.maxAnswerChars || b.raw.length > LIMITS.maxAnswerChars)
+    return a.raw.trim() === b.raw.trim();
+  return canonicalOf(a) === canonicalOf(b);
+}
+
+function canonicalOf(x: Answer): string {
+  return canonicalOfNormal(x.normal ?? normalizeAnswer(x.raw));
 }
 
 /**
@@ -57,7 +62,7 @@ export function verify(gold: string, response: string, opts?: Partial<VerifyOpti
     if (!pred) return { correct: false, extracted: null, reason: 'no-answer' };
     const g = goldAnswer(gold, deadline, o.goldIsAnswer);
     if (!g) return { correct: false, extracted: pred.shown ?? pred.raw, reason: 'gold-unreadable' };
-    if (sameText(g.raw, pred.raw))
+    if (sameText(g, pred))
       return { correct: true, extracted: pred.shown ?? pred.raw, reason: 'string-match' };
     if (g.node && pred.node) {
       const co = { deadline, allowSetRelation: o.allowSetRelation, floatRounding: o.floatRounding };

@@ -2,14 +2,19 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { RunRequest, RunResult } from '../types.js';
 import { type CompatOptions, parseBody, useFastApiErrors } from './fastapi.js';
+import {
+  type DrivenLanguage,
+  drivenCall,
+  drivenResponse,
+  SANDBOX_FUSION_OUTPUT_BYTES,
+  type SandboxFusionResponse,
+} from './sandbox-fusion-run.js';
 
 // SandboxFusion (bytedance/SandboxFusion), the code sandbox verl's reward functions call. Request and
 // response: sandbox/server/sandbox_api.py (RunCodeRequest, RunCodeResponse, parse_run_status); languages
 // and CommandRunResult: sandbox/runners/types.py; output capture: sandbox/runners/base.py.
 
-/** sandbox/runners/base.py _MAX_CAPTURED_OUTPUT_BYTES: the first 1 MiB of each stream is kept. */
-export const SANDBOX_FUSION_OUTPUT_BYTES = 1024 * 1024;
-/** memory_limit_MB <= 0 is "no limit" there; here it lifts the limit to the executor's ceiling. */
+export { SANDBOX_FUSION_OUTPUT_BYTES };
 
 /** sandbox/runners/types.py `Language`. */
 const LANGUAGES = [
@@ -51,23 +56,50 @@ export const SandboxFusionRequestSchema = z.object({
   memory_limit_MB: z.number().int().default(-1).describe('-1 (default) or 0: no limit'),
   code: z.string(),
   stdin: z.string().nullish(),
-  language: z.enum(LANGUAGES).describe("'python' runs; the others are answered SandboxError"),
-  files: z.record(z.string(), z.string().nullable()).default({}).describe('must be empty here'),
-  fetch_files: z.array(z.string()).default([]).describe('must be empty here'),
+  language: z
+    .enum(LANGUAGES)
+    .describe("'python', 'cpp' and 'bash' run; the others are answered SandboxError"),
+  files: z
+    .record(z.string(), z.string().nullable())
+    .default({})
+    .describe('relative path -> base64 content, restored into the working directory before the run'),
+  fetch_files: z
+    .array(z.string())
+    .default([])
+    .describe('relative paths read back after the run, base64, in the response `files`'),
   args: z.array(z.string()).default([]).describe('pytest arguments; ignored'),
 });
 export type SandboxFusionRequest = z.infer<typeof SandboxFusionRequestSchema>;
 
-/** The executor call for one request, or why it is refused (answered with status SandboxError). */
-export function fromSandboxFusion(q: SandboxFusionRequest): RunRequest | { refused: string } {
-  if (q.language !== 'python') {
+/** The languages that run here: python in the warm fork server, all three through the driver. */
+const DRIVEN: readonly string[] = ['python', 'cpp', 'bash'] satisfies DrivenLanguage[];
+
+/** One request planned: the executor call and how its result becomes a RunCodeResponse, or why it is refused. */
+export type SandboxFusionPlan =
+  | { call: RunRequest; answer: (r: RunResult) => SandboxFusionResponse }
+  | { refused: string };
+
+/**
+ * Plain python runs as the executor's own call (warm, preloads kept); cpp, bash, and python with files or
+ * fetch_files run through the driver (src/compat/sandbox-fusion-run.ts), in the same sandbox.
+ */
+export function planSandboxFusion(q: SandboxFusionRequest): SandboxFusionPlan {
+  if (!DRIVEN.includes(q.language)) {
     return {
-      refused: `executor: language '${q.language}' is not supported here; this executor runs 'python' only`,
+      refused: `executor: language '${q.language}' is not supported here; this executor runs 'python', 'cpp' and 'bash'`,
     };
   }
-  if (Object.values(q.files).some((v) => v != null) || q.fetch_files.length > 0) {
-    return { refused: 'executor: files and fetch_files are not supported here; send them empty' };
+  const withFiles = Object.keys(q.files).length > 0 || q.fetch_files.length > 0;
+  if (q.language === 'python' && !withFiles) return { call: fromSandboxFusion(q), answer: toSandboxFusion };
+  try {
+    return { call: drivenCall({ ...q, language: q.language as DrivenLanguage }), answer: drivenResponse };
+  } catch (error) {
+    return { refused: `executor: ${(error as Error).message}` };
   }
+}
+
+/** The executor call for a plain python request. */
+export function fromSandboxFusion(q: SandboxFusionRequest): RunRequest {
   return {
     code: q.code,
     stdin: q.stdin ?? '',
@@ -80,7 +112,7 @@ export function fromSandboxFusion(q: SandboxFusionRequest): RunRequest | { refus
 }
 
 /** `RunCodeResponse`, statuses as parse_run_status derives them. */
-export function toSandboxFusion(r: RunResult) {
+export function toSandboxFusion(r: RunResult): SandboxFusionResponse {
   const crashed = r.status === 'sandbox_error';
   const runStatus = r.status === 'timeout' ? 'TimeLimitExceeded' : crashed ? 'Error' : 'Finished';
   const status = crashed
@@ -105,7 +137,7 @@ export function toSandboxFusion(r: RunResult) {
 }
 
 /** What run_code answers when the sandbox side fails (its own `except Exception` branch). */
-export function sandboxFusionError(message: string) {
+export function sandboxFusionError(message: string): SandboxFusionResponse {
   return {
     status: 'SandboxError',
     message,
@@ -121,8 +153,8 @@ export async function sandboxFusionPlugin(app: FastifyInstance, opts: CompatOpti
   useFastApiErrors(app);
   app.post('/run_code', async (req, reply) => {
     const q = parseBody(SandboxFusionRequestSchema, req.body);
-    const call = fromSandboxFusion(q);
-    if ('refused' in call) return sandboxFusionError(call.refused);
+    const plan = planSandboxFusion(q);
+    if ('refused' in plan) return sandboxFusionError(plan.refused);
     if (!opts.admit(1)) {
       return reply
         .code(opts.overloadStatus ?? 504)
@@ -130,8 +162,8 @@ export async function sandboxFusionPlugin(app: FastifyInstance, opts: CompatOpti
         .send(sandboxFusionError('queue full; retry later'));
     }
     try {
-      const [r] = await opts.runAll([call], reply);
-      return toSandboxFusion(r as RunResult);
+      const [r] = await opts.runAll([plan.call], reply);
+      return plan.answer(r as RunResult);
     } catch (error) {
       return sandboxFusionError((error as Error).message); // e.g. a run_timeout over the executor's ceiling
     }

@@ -40,6 +40,11 @@ export function answersEqual(gold: Node, pred: Node, o: CompareOptions): boolean
   return scalarEqual(gold, pred, o);
 }
 
+/** A list, a set, or one answer with ± (two answers). */
+function isMulti(n: Node): boolean {
+  return n.k === 'list' || n.k === 'set' || expandPm(n).length > 1;
+}
+
 const unPct = (n: Node): Node => (n.k === 'pct' ? n.x : n);
 const isCollection = (n: Node): boolean => n.k === 'list' || n.k === 'set' || n.k === 'tuple';
 
@@ -185,13 +190,38 @@ const samplerFor = (names: string[], a: Node, b: Node): ((i: number) => Env) | n
   names.length === 0 ? null : createSampler(names, a, b);
 
 /**
+ * What every pair comparison needs of one side, computed once per node: a list or set answer compares
+ * each of its items with each of the other side's (a list of two equations against two boxed answers
+ * is eight comparisons), and folding, collecting symbols and hashing each item again for every pair was
+ * a fifth of such a call. Nodes are parsed afresh by each verify() call, so nothing is shared between
+ * calls, and the values are those the uncached functions return.
+ */
+const foldedCache = new WeakMap<Node, Node>();
+function folded(n: Node, o: CompareOptions): Node {
+  let f = foldedCache.get(n);
+  if (f === undefined) {
+    f = foldConstants(n, o.deadline);
+    foldedCache.set(n, f);
+  }
+  return f;
+}
+
+/** The free symbols of both sides, gold's first (the order the sampler draws them in). */
+function namesOf(a: Node, b: Node): string[] {
+  const sa = symbolsOf(a);
+  const sb = symbolsOf(b);
+  if (sb.size === 0) return [...sa];
+  return [...new Set([...sa, ...sb])];
+}
+
+/**
  * a = c·b at every sample point for one constant c (c ≠ 0; c > 0 when sign matters). A point
  * where one side is defined and the other is not is a disagreement.
  */
 function proportional(a: Node, b: Node, sign: 'any' | 'positive', o: CompareOptions): boolean {
-  const names = [...symbolsOf(b, symbolsOf(a))];
-  const fa = names.length === 0 ? a : foldConstants(a, o.deadline);
-  const fb = names.length === 0 ? b : foldConstants(b, o.deadline);
+  const names = namesOf(a, b);
+  const fa = names.length === 0 ? a : folded(a, o);
+  const fb = names.length === 0 ? b : folded(b, o);
   let ratio: Num | null = null;
   let valid = 0;
   const sampler = samplerFor(names, a, b);
@@ -258,11 +288,18 @@ function itemEqual(g: Node, p: Node, o: CompareOptions): boolean {
 
 /** Same elements both ways (duplicates collapse, order ignored); each pair is compared once. */
 function sameSet(gs: Node[], ps: Node[], o: CompareOptions): boolean {
-  // 0: not compared yet, 1: equal, 2: not equal
+  // 0: not compared yet, 1: equal, 2: not equal (plain loops: no closure per item on this hot path)
   const memo = new Uint8Array(gs.length * ps.length);
-  const eq = memoEqual.bind(null, gs, ps, o, memo);
-  for (let i = 0; i < gs.length; i++) if (!anyOf(ps.length, (j) => eq(i, j))) return false;
-  for (let j = 0; j < ps.length; j++) if (!anyOf(gs.length, (i) => eq(i, j))) return false;
+  for (let i = 0; i < gs.length; i++) {
+    let found = false;
+    for (let j = 0; j < ps.length && !found; j++) found = memoEqual(gs, ps, o, memo, i, j);
+    if (!found) return false;
+  }
+  for (let j = 0; j < ps.length; j++) {
+    let found = false;
+    for (let i = 0; i < gs.length && !found; i++) found = memoEqual(gs, ps, o, memo, i, j);
+    if (!found) return false;
+  }
   return true;
 }
 
@@ -277,11 +314,6 @@ function memoEqual(
   const k = i * ps.length + j;
   if (memo[k] === 0) memo[k] = itemEqual(gs[i] as Node, ps[j] as Node, o) ? 1 : 2;
   return memo[k] === 1;
-}
-
-function anyOf(n: number, f: (i: number) => boolean): boolean {
-  for (let i = 0; i < n; i++) if (f(i)) return true;
-  return false;
 }
 
 function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
@@ -300,7 +332,6 @@ function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
     return false;
   }
   // x = \pm 2 is the two-element answer {-2, 2}, in either direction
-  const isMulti = (n: Node) => n.k === 'list' || n.k === 'set' || expandPm(n).length > 1;
   if (isMulti(gold) && isMulti(pred)) return sameSet(items(gold), items(pred), o);
   // A single gold answer is never matched by a list of candidates.
   return false;
@@ -322,10 +353,11 @@ function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
       ps.every((p) => gs.some((g) => scalarEqual(g, p, o)))
     );
   }
-  const names = [...symbolsOf(pred, symbolsOf(gold))];
+  if (gold.k === 'matrix' && pred.k === 'matrix') return cellsEqual(gold.rows, pred.rows, o);
+  const names = namesOf(gold, pred);
   // evaluated at many points: constant parts folded once (the original nodes still decide rounding)
-  const fg = names.length === 0 ? gold : foldConstants(gold, o.deadline);
-  const fp = names.length === 0 ? pred : foldConstants(pred, o.deadline);
+  const fg = names.length === 0 ? gold : folded(gold, o);
+  const fp = names.length === 0 ? pred : folded(pred, o);
   let valid = 0;
   const sampler = samplerFor(names, gold, pred);
   for (let i = 0; i < (sampler ? SAMPLE_COUNT : 1); i++) {
@@ -354,6 +386,22 @@ function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
     valid++;
   }
   return names.length === 0 ? valid === 1 : valid >= 3;
+}
+
+/**
+ * Two written matrices are equal when each cell equals its counterpart, each pair compared on its own:
+ * a constant cell once, a cell with symbols at its own sample points (the whole matrix at every point
+ * evaluated each constant cell twelve times; a 3×3 Jacobian was the slowest comparison of the bench).
+ */
+function cellsEqual(g: Node[][], p: Node[][], o: CompareOptions): boolean {
+  if (g.length !== p.length) return false;
+  for (let r = 0; r < g.length; r++) {
+    const gr = g[r] as Node[];
+    const pr = p[r] as Node[];
+    if (gr.length !== pr.length) return false;
+    for (let c = 0; c < gr.length; c++) if (!scalarEqual(gr[c] as Node, pr[c] as Node, o)) return false;
+  }
+  return true;
 }
 
 function matricesClose(

@@ -3,43 +3,56 @@ import type { Node } from '../latex/ast.js';
 import { exactNum, type Num } from '../math/evaluate.js';
 import * as R from '../math/rational.js';
 
-/** Free symbol names of an expression (`e` is Euler's number, not a symbol). */
-export function symbolsOf(n: Node, out: Set<string> = new Set()): Set<string> {
+const symbolsCache = new WeakMap<Node, ReadonlySet<string>>();
+const NO_NAMES: ReadonlySet<string> = new Set();
+
+/** Free symbol names of an expression (`e` is Euler's number, not a symbol), once per node. */
+export function symbolsOf(n: Node): ReadonlySet<string> {
+  if (n.k === 'num' || n.k === 'const') return NO_NAMES; // most matrix cells and list items: no map entry
+  let s = symbolsCache.get(n);
+  if (s === undefined) {
+    s = collectSymbols(n, new Set());
+    symbolsCache.set(n, s);
+  }
+  return s;
+}
+
+function collectSymbols(n: Node, out: Set<string>): Set<string> {
   switch (n.k) {
     case 'sym':
       if (n.name !== 'e') out.add(n.name);
       break;
     case 'add':
-      for (const t of n.terms) symbolsOf(t.x, out);
+      for (const t of n.terms) collectSymbols(t.x, out);
       break;
     case 'mul':
-      for (const f of n.fs) symbolsOf(f, out);
+      for (const f of n.fs) collectSymbols(f, out);
       break;
     case 'div':
-      symbolsOf(n.a, out);
-      symbolsOf(n.b, out);
+      collectSymbols(n.a, out);
+      collectSymbols(n.b, out);
       break;
     case 'pow':
-      symbolsOf(n.b, out);
-      symbolsOf(n.e, out);
+      collectSymbols(n.b, out);
+      collectSymbols(n.e, out);
       break;
     case 'fn':
-      for (const a of n.args) symbolsOf(a, out);
+      for (const a of n.args) collectSymbols(a, out);
       break;
     case 'pct':
-      symbolsOf(n.x, out);
+      collectSymbols(n.x, out);
       break;
     case 'matrix':
-      for (const r of n.rows) for (const c of r) symbolsOf(c, out);
+      for (const r of n.rows) for (const c of r) collectSymbols(c, out);
       break;
     case 'rel':
     case 'setop':
-      for (const p of n.parts) symbolsOf(p, out);
+      for (const p of n.parts) collectSymbols(p, out);
       break;
     case 'tuple':
     case 'set':
     case 'list':
-      for (const p of n.items) symbolsOf(p, out);
+      for (const p of n.items) collectSymbols(p, out);
       break;
     default:
       break;
@@ -66,7 +79,7 @@ const EXACT_POINT = 1;
  * vanishes at a point drawn after it was written only by chance (a pole there is as unlikely).
  */
 export function createSampler(names: string[], a: Node, b: Node): (i: number) => Map<string, Num> {
-  const rng = Rng.seeded(hashNode(b, hashNode(a, fnv1a('math-verify'))));
+  const rng = Rng.seeded(fnv1aWord(seedOf(a), seedOf(b)));
   // exact arithmetic decides only where it can stay exact: rational functions of the symbols
   const exactPoint = isRational(a) && isRational(b) ? EXACT_POINT : -1;
   const env = new Map<string, Num>(); // one map, refilled for each point (read before the next)
@@ -115,6 +128,19 @@ function isRational(n: Node): boolean {
 function isInteger(n: Node): boolean {
   if (n.k === 'num') return n.v.d === 1n;
   return n.k === 'add' && n.terms.length === 1 && n.terms[0]?.sign === -1 && isInteger(n.terms[0].x);
+}
+
+const SEED_BASE = fnv1a('math-verify');
+const seedCache = new WeakMap<Node, number>();
+
+/** One side's share of a comparison's seed, hashed once per node (a list's items meet several others). */
+function seedOf(n: Node): number {
+  let h = seedCache.get(n);
+  if (h === undefined) {
+    h = hashNode(n, SEED_BASE);
+    seedCache.set(n, h);
+  }
+  return h;
 }
 
 /** FNV-1a over an expression's structure (kinds, names, signs, numbers): its sampling seed, no strings built. */

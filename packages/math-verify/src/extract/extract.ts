@@ -41,8 +41,11 @@ export function candidateTiers(response: string, deadline: Deadline): Candidate[
   const tier50 = anchored(text, all, /final answer[\s\S]{0,100}?\s+is\s*:?\s*/gi, 0, deadline);
   const tier100 = anchored(text, all, /answer\s*:/gi, 50, deadline);
   const tier200 = anchored(text, all, /answer/gi, 50, deadline);
-  const byEnd = (a: Candidate, b: Candidate) => b.end - a.end || a.start - b.start;
   return [tier0, tier50, tier100, tier200, [...all]].map((t) => t.sort(byEnd)).filter((t) => t.length > 0);
+}
+
+function byEnd(a: Candidate, b: Candidate): number {
+  return b.end - a.end || a.start - b.start;
 }
 
 /**

@@ -45,9 +45,9 @@ function trimRun(run: string): string {
   // the lookbehinds keep these linear on long runs of dots or operators
   let s = run.replace(/(?<![\s.,])[\s.,]+$/, '').replace(/(?<![+\-*/^×÷(\s])[+\-*/^×÷(\s]+$/, '');
   // drop unbalanced parentheses at the ends
-  const count = (ch: string) => s.split(ch).length - 1;
-  while (s.endsWith(')') && count(')') > count('(')) s = s.slice(0, -1).replace(/(?<![\s.,])[\s.,]+$/, '');
-  while (s.startsWith('(') && count('(') > count(')')) s = s.slice(1);
+  while (s.endsWith(')') && count(s, ')') > count(s, '('))
+    s = s.slice(0, -1).replace(/(?<![\s.,])[\s.,]+$/, '');
+  while (s.startsWith('(') && count(s, '(') > count(s, ')')) s = s.slice(1);
   return s;
 }
 
@@ -113,4 +113,8 @@ export function bareFractions(text: string, skip: { start: number; end: number }
     out.push({ text: m[0], start, end: start + m[0].length, kind: 'latex' });
   }
   return out;
+}
+
+function count(s: string, ch: string): number {
+  return s.split(ch).length - 1;
 }

@@ -312,6 +312,10 @@ export abstract class ExpressionParser {
   protected abstract primary(): Node;
 }
 
+function isAssignment(n: Node): boolean {
+  return n.k === 'rel' && n.ops.length === 1 && n.ops[0] === '=' && n.parts[0]?.k === 'sym';
+}
+
 /**
  * `p=5,q=2; p=7,q=2` is two solutions (5,2) and (7,2): when every ';'-separated group is at least
  * two `name = value` items, each group becomes the tuple of its values. Otherwise a flat list.
@@ -319,8 +323,6 @@ export abstract class ExpressionParser {
 function groupAssignments(items: Node[], ends: number[]): Node {
   const bounds = [0, ...ends, items.length].filter((b, i, a) => i === 0 || b > (a[i - 1] as number));
   const groups = bounds.slice(1).map((end, i) => items.slice(bounds[i], end));
-  const isAssignment = (n: Node) =>
-    n.k === 'rel' && n.ops.length === 1 && n.ops[0] === '=' && n.parts[0]?.k === 'sym';
   if (groups.length > 1 && groups.every((g) => g.length >= 2 && g.every(isAssignment)))
     return {
       k: 'list',

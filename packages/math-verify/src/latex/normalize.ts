@@ -57,7 +57,12 @@ export function normalizeAnswer(input: string): string {
  * whitespace removed. Two answers with the same canonical string are equal without parsing.
  */
 export function canonicalString(input: string): string {
-  return normalizeAnswer(input)
+  return canonicalOfNormal(normalizeAnswer(input));
+}
+
+/** canonicalString of a text already normalised by normalizeAnswer. */
+export function canonicalOfNormal(normal: string): string {
+  return normal
     .replace(
       /\\(?:text|textbf|textit|textrm|textnormal|mbox|mathrm|mathbf|operatorname|boxed)\s*\{([^{}]*)\}/g,
       '$1',

@@ -48,11 +48,20 @@ const isMat = (v: Val): v is Mat => 'rows' in v;
 /** Symbol values for sampling (exact rationals, so polynomials stay exact); `e` is Euler's number unless bound. */
 export type Env = ReadonlyMap<string, Num>;
 
+const literals = new WeakMap<Node, Num>();
+
 export function evaluate(node: Node, env: Env, deadline: Deadline): Val {
   deadline.check();
   switch (node.k) {
-    case 'num':
-      return exactNum(node.v);
+    case 'num': {
+      // a literal meets every sample point: its Num is made once (BigInt to double is not free)
+      let v = literals.get(node);
+      if (v === undefined) {
+        v = exactNum(node.v);
+        literals.set(node, v);
+      }
+      return v;
+    }
     case 'sym': {
       const v = env.get(node.name);
       if (v !== undefined) return v;

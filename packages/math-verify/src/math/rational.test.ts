@@ -36,6 +36,17 @@ describe('exact rationals', () => {
     expect(R.ratFromDecimal('007.50')).toEqual(R.rat(15n, 2n));
   });
 
+  it('the double fast path of ratFromDecimal gives the BigInt reading, in lowest terms', () => {
+    const digits = fc.stringMatching(/^\d{0,20}$/);
+    fc.assert(
+      fc.property(digits, fc.option(digits), (int, frac) => {
+        const text = frac === null ? int : `${int}.${frac}`;
+        const all = `${int}${frac ?? ''}`.replace(/^0+(?=\d)/, '') || '0';
+        expect(R.ratFromDecimal(text)).toEqual(R.rat(BigInt(all), 10n ** BigInt(frac?.length ?? 0)));
+      }),
+    );
+  });
+
   it('integer powers are exact below the size limit and refused above it', () => {
     expect(R.powInt(R.rat(2n), 100n)).toEqual(R.rat(2n ** 100n));
     expect(R.powInt(R.rat(2n, 3n), -2n)).toEqual(R.rat(9n, 4n));

@@ -39,8 +39,17 @@ export function rat(n: bigint, d: bigint = 1n): Rat {
   return g > 1n ? { n: n / g, d: d / g } : { n, d };
 }
 
+const DECIMAL = /^\d*(?:\.\d*)?$/;
+
 /** Parses `123`, `0.25`, `.5` into an exact rational (decimal literals are exact decimals). */
 export function ratFromDecimal(text: string): Rat {
+  // up to 15 digits (below 2^53) the value and 10^k are exact doubles: reduce them without BigInt
+  if (text.length <= 15 && DECIMAL.test(text)) {
+    const dot = text.indexOf('.');
+    const frac = dot < 0 ? 0 : text.length - dot - 1;
+    const n = Number(dot < 0 ? text : text.slice(0, dot) + text.slice(dot + 1));
+    if (Number.isSafeInteger(n)) return frac === 0 ? { n: BigInt(n), d: 1n } : ratOfDoubles(n, 10 ** frac);
+  }
   const [intPart = '', frac = ''] = text.split('.');
   const digits = `${intPart}${frac}`.replace(/^0+(?=\d)/, '') || '0';
   return rat(BigInt(digits), 10n ** BigInt(frac.length));
