@@ -17,7 +17,12 @@ import { createBatchQueue, type Pending } from './batch-queue.js';
  */
 export interface BatchGenerator {
   generate(
-    requests: Array<{ cacheId: string; tokenIds: number[]; params: SamplingParams }>,
+    requests: Array<{
+      cacheId: string;
+      tokenIds: number[];
+      params: SamplingParams;
+      onToken?: (token: number, logprob: number) => void;
+    }>,
   ): Promise<Array<{ tokenIds: number[]; logprobs: number[]; finishReason: 'stop' | 'length' }>>;
   release(cacheId: string): void | Promise<void>;
 }
@@ -120,6 +125,7 @@ async function runNativeBatch(
         cacheId: request.cacheId,
         tokenIds: [...request.tokenIds],
         params: request.params,
+        ...(request.onToken ? { onToken: request.onToken } : {}),
       })),
     );
   } catch (err) {

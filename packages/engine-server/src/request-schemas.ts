@@ -22,6 +22,13 @@ const vllmSampling = {
   seed: z.number().int().nullable().optional(),
   n: z.number().int().positive().nullable().optional(),
   stream: z.boolean().nullable().optional(),
+  stream_options: z
+    .looseObject({
+      include_usage: z.boolean().nullable().optional(),
+      continuous_usage_stats: z.boolean().nullable().optional(),
+    })
+    .nullable()
+    .optional(),
   stop,
   stop_token_ids: z.array(z.number().int()).nullable().optional(),
   ignore_eos: z.boolean().nullable().optional(),

@@ -83,12 +83,16 @@ export class ServedEngine {
       );
   }
 
-  /** Samples one continuation of `tokenIds`; `topLogprobs` > 0 adds the k most likely tokens per step. */
+  /**
+   * Samples one continuation of `tokenIds`; `topLogprobs` > 0 adds the k most likely tokens per step.
+   * `onToken` sees each token as it is sampled (streaming); it does not change what is sampled.
+   */
   async generate(
     rid: string,
     tokenIds: number[],
     spec: GenerationSpec,
     topLogprobs = 0,
+    onToken?: (token: number, logprob: number) => void,
   ): Promise<Generation> {
     this.checkPrompt(tokenIds, spec.params.maxNewTokens);
     await this.waitForReload();
@@ -104,6 +108,7 @@ export class ServedEngine {
           tokenIds,
           params: spec.params,
           signal: controller.signal,
+          ...(onToken ? { onToken } : {}),
         });
       } finally {
         await this.prefixes.done(entry, result ? [...tokenIds, ...result.tokenIds] : null);

@@ -11,6 +11,12 @@ export interface GenerateRequest {
   /** The full sequence so far (prompt, earlier turns, appended tool responses). */
   tokenIds: readonly number[];
   params: SamplingParamsInput | SamplingParams;
+  /**
+   * Called with each new token as soon as it is sampled (after its logprob is final), before the
+   * next decode step: what a streaming server sends. Observes only; the draws are the same with or
+   * without it.
+   */
+  onToken?: (token: number, logprob: number) => void;
 }
 
 export interface GenerateResult {
@@ -64,6 +70,7 @@ interface CacheEntry {
 
 interface Active {
   index: number;
+  onToken: ((token: number, logprob: number) => void) | undefined;
   entry: CacheEntry;
   params: SamplingParams;
   random: () => number;
@@ -154,6 +161,7 @@ export class Generator {
       const seed = params.seed ?? requestSeed(this.options.seed ?? 0, req.cacheId, req.tokenIds.length);
       return {
         index,
+        onToken: req.onToken,
         entry: this.cacheFor(req.cacheId),
         params,
         random: createRng(seed),
@@ -197,6 +205,7 @@ export class Generator {
         next.push([token]);
       }
       this.rescore(sampled);
+      for (const a of sampled) a.onToken?.(a.out.tokenIds.at(-1) ?? 0, a.out.logprobs.at(-1) ?? 0);
       if (stepping.length === 0) break;
       // Let timers and I/O (tool calls of other trajectories, HTTP) run between decode steps.
       await new Promise<void>((resolve) => setImmediate(resolve));

@@ -112,7 +112,10 @@ describe('the fork server request decoder (issue 23, class 1)', () => {
         await waitFor(10_000, () => ids.every((id) => answers.has(id)));
         for (const id of ids) expect(answers.get(id)?.status).toMatch(/^(ok|runtime_error|sandbox_error)$/);
       }),
-      { numRuns: 60, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
+      {
+        numRuns: 60,
+        ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}),
+      },
     );
     expect(proc.exitCode).toBeNull();
     expect(fds()).toBe(before);

@@ -8,7 +8,7 @@ import { type VllmChatRequest, VllmChatRequestSchema } from '../request-schemas.
 import { refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
 import type { Generation } from '../served-engine.js';
 import { stopCause, vllmFinish } from '../stop.js';
-import { sendEvents } from './sse.js';
+import { streamChat } from './chat-stream.js';
 
 /**
  * OpenAI messages as vLLM hands them to the chat template (`vllm/entrypoints/chat_utils.py`):
@@ -41,7 +41,7 @@ export function templateMessages(messages: VllmChatRequest['messages']): Templat
 }
 
 /** The prompt of a chat request: the checkpoint's chat template over its messages and tools, tokenized. */
-function chatPrompt(ctx: ServerContext, body: VllmChatRequest) {
+export function chatPrompt(ctx: ServerContext, body: VllmChatRequest) {
   const tools = body.tool_choice === 'none' ? [] : (body.tools ?? []);
   const text = renderChat(ctx.tokenizer, templateMessages(body.messages), {
     addGenerationPrompt: body.add_generation_prompt ?? !body.continue_final_message,
@@ -59,18 +59,20 @@ function chatPrompt(ctx: ServerContext, body: VllmChatRequest) {
   return { ids, tools, maxTokens };
 }
 
+/** One token of the chat logprobs shape: its text, logprob, bytes and top alternatives. */
+export function chatLogprobEntry(ctx: ServerContext, t: number, lp: number, top: Array<[number, number]>) {
+  const entry = (v: number, l: number) => ({
+    token: ctx.codec.piece(v),
+    logprob: l,
+    bytes: [...Buffer.from(ctx.codec.piece(v))],
+  });
+  return { ...entry(t, lp), top_logprobs: top.map(([v, l]) => entry(v, l)) };
+}
+
 /** The chat shape of a generation's logprobs: each token with its logprob, bytes and top alternatives. */
 function chatLogprobs(ctx: ServerContext, gen: Generation) {
-  const entry = (t: number, lp: number) => ({
-    token: ctx.codec.piece(t),
-    logprob: lp,
-    bytes: [...Buffer.from(ctx.codec.piece(t))],
-  });
   return {
-    content: gen.tokenIds.map((t, i) => ({
-      ...entry(t, gen.logprobs[i]!),
-      top_logprobs: (gen.top?.[i]?.top ?? []).map(([v, lp]) => entry(v, lp)),
-    })),
+    content: gen.tokenIds.map((t, i) => chatLogprobEntry(ctx, t, gen.logprobs[i]!, gen.top?.[i]?.top ?? [])),
   };
 }
 
@@ -95,10 +97,13 @@ async function chatChoice(
     prompt.tools.length > 0 ? parseHermesToolCalls(finish.text) : { content: finish.text, toolCalls: [] };
   return {
     index,
+    // Current vLLM names the reasoning field `reasoning` and keeps `reasoning_content` as its
+    // deprecated alias (vllm-project/vllm#27755); `tool_calls` is left out when there are none.
     message: {
       role: 'assistant',
       content: parsed.content,
-      tool_calls: parsed.toolCalls,
+      ...(parsed.toolCalls.length > 0 ? { tool_calls: parsed.toolCalls } : {}),
+      reasoning: null,
       reasoning_content: null,
     },
     logprobs: body.logprobs ? chatLogprobs(ctx, gen) : null,
@@ -108,8 +113,6 @@ async function chatChoice(
     completionTokens: gen.tokenIds.length,
   };
 }
-
-type ChatCompletion = Awaited<ReturnType<typeof chatCompletion>>;
 
 async function chatCompletion(ctx: ServerContext, body: VllmChatRequest) {
   const prompt = chatPrompt(ctx, body);
@@ -134,26 +137,6 @@ async function chatCompletion(ctx: ServerContext, body: VllmChatRequest) {
   };
 }
 
-/** A finished chat completion as `chat.completion.chunk` events, one per choice. */
-function chatChunks(response: ChatCompletion) {
-  return response.choices.map((c) => {
-    const delta = {
-      role: 'assistant',
-      content: c.message.content,
-      ...(c.message.tool_calls.length
-        ? { tool_calls: c.message.tool_calls.map((t, i) => ({ index: i, ...t })) }
-        : {}),
-    };
-    return {
-      id: response.id,
-      object: 'chat.completion.chunk',
-      created: response.created,
-      model: response.model,
-      choices: [{ index: c.index, delta, logprobs: c.logprobs, finish_reason: c.finish_reason }],
-    };
-  });
-}
-
 /**
  * `POST /v1/chat/completions` as `vllm/entrypoints/openai/serving_chat.py` answers it: the
  * checkpoint's own chat template (with `tools`, `add_generation_prompt`, `chat_template_kwargs`
@@ -166,7 +149,6 @@ export async function chatRoutes(app: FastifyInstance, ctx: ServerContext): Prom
     const body = VllmChatRequestSchema.parse(req.body);
     checkModel(ctx, body.model);
     refuseNonNeutral(body);
-    const response = await chatCompletion(ctx, body);
-    return body.stream ? sendEvents(reply, chatChunks(response)) : response;
+    return body.stream ? streamChat(ctx, body, reply) : chatCompletion(ctx, body);
   });
 }
