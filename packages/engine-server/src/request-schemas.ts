@@ -159,6 +159,15 @@ export const SglangUpdateWeightsRequestSchema = z.looseObject({
   flush_cache: z.boolean().optional(),
 });
 
+/** SGLang `POST /update_weights_from_tensor` (`UpdateWeightsFromTensorReqInput`). */
+export const SglangUpdateTensorRequestSchema = z.looseObject({
+  serialized_named_tensors: z.array(z.string()).min(1),
+  load_format: z.string().nullable().optional(),
+  flush_cache: z.boolean().optional(),
+  abort_all_requests: z.boolean().optional(),
+  weight_version: z.string().nullable().optional(),
+});
+
 /** vLLM dev-mode `POST /collective_rpc`. */
 export const VllmCollectiveRpcRequestSchema = z.looseObject({
   method: z.string().min(1),

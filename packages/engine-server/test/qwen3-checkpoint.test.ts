@@ -99,7 +99,7 @@ describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', 
       payload: { prompt: [9707, 1879], max_tokens: 2000 },
     });
     expect(long.statusCode).toBe(400);
-    expect(long.json().message).toMatch(
+    expect(long.json().error.message).toMatch(
       /maximum context length is 1024 tokens\. However, you requested 2002 tokens/,
     );
     const oov = await server.app.inject({
@@ -108,7 +108,7 @@ describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', 
       payload: { input_ids: [200_000] },
     });
     expect(oov.statusCode).toBe(400);
-    expect(oov.json().message).toMatch(/token id 200000 is out of vocabulary \(vocab_size 151936\)/);
+    expect(oov.json().error.message).toMatch(/token id 200000 is out of vocabulary \(vocab_size 151936\)/);
   });
 
   it('bounds the logits buffer of prompt_logprobs with a 400 instead of allocating gigabytes', async () => {
@@ -118,7 +118,7 @@ describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', 
       payload: { prompt: Array.from({ length: 1800 }, () => 9707), max_tokens: 0, prompt_logprobs: 0 },
     });
     expect(res.statusCode).toBe(400);
-    expect(res.json().message).toMatch(
+    expect(res.json().error.message).toMatch(
       /over 1800 tokens need 1\.0 GiB of logits here \(limit 1 GiB\); ask for logprobs=0/,
     );
   });

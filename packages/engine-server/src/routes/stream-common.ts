@@ -1,4 +1,4 @@
-import { EngineServerError } from '../errors.js';
+import { EngineServerError, vllmError } from '../errors.js';
 
 /**
  * The usage chunk vLLM ends a stream with under `stream_options.include_usage`
@@ -22,14 +22,5 @@ export function streamUsage(base: Record<string, unknown>, promptTokens: number,
  * body as one more event (then `[DONE]`), since the 200 status has already left.
  */
 export function streamError(err: unknown) {
-  const status = err instanceof EngineServerError ? err.status : 500;
-  return {
-    error: {
-      object: 'error',
-      message: (err as Error).message,
-      type: status < 500 ? 'BadRequestError' : 'InternalServerError',
-      param: null,
-      code: status,
-    },
-  };
+  return vllmError(err instanceof EngineServerError ? err.status : 500, (err as Error).message);
 }
