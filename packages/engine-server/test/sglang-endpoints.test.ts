@@ -161,3 +161,52 @@ describe("SGLang's native endpoints, as verl's AsyncHttpServerAdapter calls them
     });
   });
 });
+
+describe('presence / frequency penalties', () => {
+  it('move the draw as vLLM does, while the logprobs stay the model’s (prompt_logprobs of the same tokens)', async () => {
+    const base = {
+      model: 'tiny',
+      prompt: ids,
+      max_tokens: 24,
+      temperature: 0,
+      logprobs: 0,
+      ignore_eos: true,
+    };
+    const plain = await call('/v1/completions', { ...base, return_token_ids: true });
+    const penalised = await call('/v1/completions', {
+      ...base,
+      return_token_ids: true,
+      presence_penalty: 1.5,
+      frequency_penalty: 1,
+    });
+    expect(penalised.status).toBe(200);
+    const tokens = penalised.body.choices[0].token_ids as number[];
+    expect(tokens).not.toEqual(plain.body.choices[0].token_ids);
+    const seq = [...ids, ...tokens];
+    const scored = await call('/v1/completions', {
+      model: 'tiny',
+      prompt: seq,
+      max_tokens: 0,
+      prompt_logprobs: 0,
+    });
+    const model = (scored.body.choices[0].prompt_logprobs as Array<Record<string, { logprob: number }>>)
+      .slice(ids.length)
+      .map((e, i) => e[String(tokens[i])]!.logprob);
+    const recorded = penalised.body.choices[0].logprobs.token_logprobs as number[];
+    for (const [i, lp] of recorded.entries()) expect(lp).toBeCloseTo(model[i]!, 4);
+    const sg = await call('/generate', {
+      input_ids: ids,
+      sampling_params: {
+        temperature: 0,
+        max_new_tokens: 24,
+        ignore_eos: true,
+        presence_penalty: 1.5,
+        frequency_penalty: 1,
+      },
+    });
+    expect(sg.body.output_ids).toEqual(tokens);
+    const bad = await call('/v1/completions', { ...base, presence_penalty: 2.5 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/presence_penalty must be in \[-2, 2\], got 2\.5/);
+  });
+});

@@ -3,6 +3,7 @@ import { isDeviceBinding, sampleOnDevice } from './device.js';
 import { EngineError } from './errors.js';
 import type { Model } from './model.js';
 import type { CacheHandle } from './native.js';
+import { applyPenalties, hasPenalties, modelLogprob } from './penalties.js';
 import { createRng, requestSeed, type SampledToken, sampleToken } from './sampling.js';
 
 export interface GenerateRequest {
@@ -74,6 +75,8 @@ interface Active {
   entry: CacheEntry;
   params: SamplingParams;
   random: () => number;
+  /** how often each token was generated so far (kept only under penalties) */
+  counts: Map<number, number>;
   out: GenerateResult;
   done: boolean;
 }
@@ -154,6 +157,11 @@ export class Generator {
       }
       if (req.tokenIds.length === 0)
         throw new EngineError('INVALID_REQUEST', `request ${req.cacheId} has no tokens`);
+      if (this.onDevice && hasPenalties(params))
+        throw new EngineError(
+          'INVALID_REQUEST',
+          `presence / frequency penalties are applied on the host; a ${m.device} model samples on the device: leave them at 0 there`,
+        );
       for (const t of req.tokenIds) {
         if (!Number.isInteger(t) || t < 0 || t >= V)
           throw new EngineError('INVALID_REQUEST', `token id ${t} is outside [0, ${V})`);
@@ -165,6 +173,7 @@ export class Generator {
         entry: this.cacheFor(req.cacheId),
         params,
         random: createRng(seed),
+        counts: new Map(),
         out: { tokenIds: [], logprobs: [], finishReason: 'length' },
         // A sequence already at max_position_embeddings has no room: it ends at once, with 'length'.
         done: req.tokenIds.length >= m.shape.maxPositions,
@@ -196,6 +205,7 @@ export class Generator {
         const { token, logprob } = draws[r] as SampledToken;
         a.out.tokenIds.push(token);
         a.out.logprobs.push(logprob);
+        if (hasPenalties(a.params)) a.counts.set(token, (a.counts.get(token) ?? 0) + 1);
         sampled.push(a);
         if (this.finished(a, token)) {
           a.done = true;
@@ -228,7 +238,13 @@ export class Generator {
   private draw(rows: readonly Active[], logits: Float32Array | undefined): SampledToken[] {
     if (logits) {
       const V = this.model.shape.vocab;
-      return rows.map((a, r) => sampleToken(logits.subarray(r * V, (r + 1) * V), a.params, a.random));
+      return rows.map((a, r) => {
+        const row = logits.subarray(r * V, (r + 1) * V);
+        if (!hasPenalties(a.params)) return sampleToken(row, a.params, a.random);
+        // Penalties move the draw only; the logprob is the model's (see modelLogprob).
+        const { token } = sampleToken(applyPenalties(row, a.counts, a.params), a.params, a.random);
+        return { token, logprob: modelLogprob(row, a.params.temperature, token) };
+      });
     }
     const { tokens, logprobs } = sampleOnDevice(
       this.model,

@@ -82,6 +82,8 @@ function sglangSpec(ctx: ServerContext, sp: SglangSampling): GenerationSpec {
       stopTokenIds: sp.stop_token_ids,
       ignoreEos: sp.ignore_eos,
       seed: sp.sampling_seed,
+      presencePenalty: sp.presence_penalty,
+      frequencyPenalty: sp.frequency_penalty,
     },
     ctx.eosIds,
   );
