@@ -55,7 +55,7 @@ afterAll(async () => {
 describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', () => {
   it('renders the chat with the checkpoint template, tools and chat_template_kwargs', async () => {
     const messages = [{ role: 'user', content: 'What is 6*7?' }];
-    const tools = [{ type: 'function', function: { name: 'python', parameters: { type: 'object' } } }];
+    const tools = [{ type: 'function', function: { parameters: { type: 'object' }, name: 'python' } }];
     const res = await server.app.inject({
       method: 'POST',
       url: '/v1/chat/completions',
@@ -68,11 +68,18 @@ describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', 
       },
     });
     expect(res.statusCode).toBe(200);
+    // vLLM's normalisation: name, description, parameters, in that order; no description → null
+    const normalized = [
+      { type: 'function', function: { name: 'python', description: null, parameters: { type: 'object' } } },
+    ];
     const expected = renderChat(server.served.tokenizer, messages, {
       addGenerationPrompt: true,
-      tools,
+      tools: normalized,
       extra: { enable_thinking: false },
     });
+    expect(expected).toContain(
+      '{"type": "function", "function": {"name": "python", "description": null, "parameters": {"type": "object"}}}',
+    );
     expect(expected).toMatch(/# Tools[\s\S]*<\|im_start\|>assistant\n<think>\n\n<\/think>\n\n$/);
     expect(res.json().usage.prompt_tokens).toBe(server.served.tokenizer.encode(expected).length);
     const tok = await server.app.inject({ method: 'POST', url: '/tokenize', payload: { messages } });

@@ -5,6 +5,7 @@ import { checkModel, now, type ServerContext } from '../context.js';
 import { EngineServerError } from '../errors.js';
 import { parseHermesToolCalls } from '../hermes.js';
 import { type VllmChatRequest, VllmChatRequestSchema } from '../request-schemas.js';
+import { normalizeTools } from '../tools.js';
 import { refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
 import type { Generation } from '../served-engine.js';
 import { stopCause, vllmFinish } from '../stop.js';
@@ -42,7 +43,7 @@ export function templateMessages(messages: VllmChatRequest['messages']): Templat
 
 /** The prompt of a chat request: the checkpoint's chat template over its messages and tools, tokenized. */
 export function chatPrompt(ctx: ServerContext, body: VllmChatRequest) {
-  const tools = body.tool_choice === 'none' ? [] : (body.tools ?? []);
+  const tools = body.tool_choice === 'none' ? [] : normalizeTools(body.tools ?? []);
   const text = renderChat(ctx.tokenizer, templateMessages(body.messages), {
     addGenerationPrompt: body.add_generation_prompt ?? !body.continue_final_message,
     ...(tools.length > 0 ? { tools } : {}),
