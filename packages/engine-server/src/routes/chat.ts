@@ -5,10 +5,10 @@ import { checkModel, now, type ServerContext } from '../context.js';
 import { EngineServerError } from '../errors.js';
 import { parseHermesToolCalls } from '../hermes.js';
 import { type VllmChatRequest, VllmChatRequestSchema } from '../request-schemas.js';
-import { normalizeTools } from '../tools.js';
 import { refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
 import type { Generation } from '../served-engine.js';
 import { stopCause, vllmFinish } from '../stop.js';
+import { normalizeTools } from '../tools.js';
 import { streamChat } from './chat-stream.js';
 
 /**
