@@ -22,6 +22,7 @@ export interface BatchGenerator {
       tokenIds: number[];
       params: SamplingParams;
       onToken?: (token: number, logprob: number) => void;
+      allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
     }>,
   ): Promise<Array<{ tokenIds: number[]; logprobs: number[]; finishReason: 'stop' | 'length' }>>;
   release(cacheId: string): void | Promise<void>;
@@ -126,6 +127,7 @@ async function runNativeBatch(
         tokenIds: [...request.tokenIds],
         params: request.params,
         ...(request.onToken ? { onToken: request.onToken } : {}),
+        ...(request.allowedTokens ? { allowedTokens: request.allowedTokens } : {}),
       })),
     );
   } catch (err) {

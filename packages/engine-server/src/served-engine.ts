@@ -90,6 +90,7 @@ export class ServedEngine {
   /**
    * Samples one continuation of `tokenIds`; `topLogprobs` > 0 adds the k most likely tokens per step.
    * `onToken` sees each token as it is sampled (streaming); it does not change what is sampled.
+   * `allowedTokens` constrains each draw (forced tool calls); the logprobs stay the model's.
    */
   async generate(
     rid: string,
@@ -97,6 +98,7 @@ export class ServedEngine {
     spec: GenerationSpec,
     topLogprobs = 0,
     onToken?: (token: number, logprob: number) => void,
+    allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null,
   ): Promise<Generation> {
     this.checkPrompt(tokenIds, spec.params.maxNewTokens);
     await this.waitForReload();
@@ -118,6 +120,7 @@ export class ServedEngine {
           params: spec.params,
           signal: controller.signal,
           ...(onToken ? { onToken } : {}),
+          ...(allowedTokens ? { allowedTokens } : {}),
         });
       } finally {
         await this.prefixes.done(entry, result ? [...tokenIds, ...result.tokenIds] : null);

@@ -116,6 +116,41 @@ describe('streaming with the openai client against agentrl serve as its own proc
   });
 });
 
+describe('tool_choice forces a call by constrained decoding', () => {
+  const SEARCH = { type: 'function' as const, function: { name: 'search', parameters: { type: 'object' } } };
+  const frame = (name: string) => `<tool_call>\n{"name": "${name}", "arguments": `;
+  const forced = async (tool_choice: OpenAI.ChatCompletionToolChoiceOption) => {
+    const chat = await client.chat.completions.create({
+      model: 'tiny',
+      messages: QUESTION,
+      temperature: 0,
+      max_tokens: 60,
+      tools: [PYTHON, SEARCH],
+      tool_choice,
+      ...({ return_token_ids: true, skip_special_tokens: false } as object),
+    });
+    const ids = (chat.choices[0] as unknown as { token_ids: number[] }).token_ids;
+    return { chat, text: tokenizer.decode(ids) };
+  };
+
+  it('a named function the model would not pick opens the turn, in the Hermes frame', async () => {
+    const free = await forced('auto');
+    expect(free.text.startsWith('<tool_call>{"name":"python"')).toBe(true); // what it was taught
+    const { chat, text } = await forced({ type: 'function', function: { name: 'search' } });
+    expect(text.startsWith(frame('search'))).toBe(true);
+    for (const call of chat.choices[0]!.message.tool_calls ?? [])
+      expect((call as { function: { name: string } }).function.name).toBe('search');
+  });
+
+  it('"required" opens a call to one of the tools; an unknown name or no tools is a 400', async () => {
+    const { text } = await forced('required');
+    expect([frame('python'), frame('search')].some((f) => text.startsWith(f))).toBe(true);
+    await expect(forced({ type: 'function', function: { name: 'nope' } })).rejects.toThrow(
+      /names the function "nope", which is not among the request's tools/,
+    );
+  });
+});
+
 describe('completions with echo and logprobs', () => {
   it("covers the prompt tokens too: the first null, offsets from 0, vLLM's layout", async () => {
     const ids = tokenizer.encode(prompt);

@@ -1,4 +1,5 @@
 import { type SamplingParams, type SamplingParamsInput, SamplingParamsSchema } from '@agentrl/protocol';
+import { restrictTokens } from './allowed-tokens.js';
 import { isDeviceBinding, sampleOnDevice } from './device.js';
 import { EngineError } from './errors.js';
 import type { Model } from './model.js';
@@ -18,6 +19,12 @@ export interface GenerateRequest {
    * without it.
    */
   onToken?: (token: number, logprob: number) => void;
+  /**
+   * Constrained decoding: given the tokens generated so far, the set the next one must come from,
+   * or null for no constraint at this step. The draw is made over the allowed tokens only; the
+   * recorded logprob stays the model's (as with penalties).
+   */
+  allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
 }
 
 export interface GenerateResult {
@@ -72,6 +79,7 @@ interface CacheEntry {
 interface Active {
   index: number;
   onToken: ((token: number, logprob: number) => void) | undefined;
+  allowedTokens: GenerateRequest['allowedTokens'];
   entry: CacheEntry;
   params: SamplingParams;
   random: () => number;
@@ -157,10 +165,10 @@ export class Generator {
       }
       if (req.tokenIds.length === 0)
         throw new EngineError('INVALID_REQUEST', `request ${req.cacheId} has no tokens`);
-      if (this.onDevice && hasPenalties(params))
+      if (this.onDevice && (hasPenalties(params) || req.allowedTokens))
         throw new EngineError(
           'INVALID_REQUEST',
-          `presence / frequency penalties are applied on the host; a ${m.device} model samples on the device: leave them at 0 there`,
+          `presence / frequency penalties and constrained decoding run on the host; a ${m.device} model samples on the device: leave them out there`,
         );
       for (const t of req.tokenIds) {
         if (!Number.isInteger(t) || t < 0 || t >= V)
@@ -170,6 +178,7 @@ export class Generator {
       return {
         index,
         onToken: req.onToken,
+        allowedTokens: req.allowedTokens,
         entry: this.cacheFor(req.cacheId),
         params,
         random: createRng(seed),
@@ -240,9 +249,12 @@ export class Generator {
       const V = this.model.shape.vocab;
       return rows.map((a, r) => {
         const row = logits.subarray(r * V, (r + 1) * V);
-        if (!hasPenalties(a.params)) return sampleToken(row, a.params, a.random);
-        // Penalties move the draw only; the logprob is the model's (see modelLogprob).
-        const { token } = sampleToken(applyPenalties(row, a.counts, a.params), a.params, a.random);
+        const allowed = a.allowedTokens?.(a.out.tokenIds) ?? null;
+        if (!hasPenalties(a.params) && !allowed) return sampleToken(row, a.params, a.random);
+        // Penalties and constraints move the draw only; the logprob is the model's (see modelLogprob).
+        let processed = hasPenalties(a.params) ? applyPenalties(row, a.counts, a.params) : row;
+        if (allowed) processed = restrictTokens(processed, allowed);
+        const { token } = sampleToken(processed, a.params, a.random);
         return { token, logprob: modelLogprob(row, a.params.temperature, token) };
       });
     }

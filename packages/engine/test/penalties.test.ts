@@ -53,3 +53,24 @@ describe('presence / frequency penalties (vLLM apply_penalties, before the sampl
     expect(await gen({ ...base, presencePenalty: 0, frequencyPenalty: 0 })).toEqual(await gen(base));
   });
 });
+
+describe('allowedTokens (constrained decoding before the sampler)', () => {
+  it('draws only allowed tokens while constrained, freely after, and records the model’s logprobs', async () => {
+    const model = createModel(tinyConfig(), { seed: 6 });
+    const prompt = [3, 1, 4];
+    const forced = [7, 9, 7];
+    const [out] = await createGenerator(model).generate([
+      {
+        cacheId: 'c',
+        tokenIds: prompt,
+        params: { temperature: 1, maxNewTokens: 6, seed: 1 },
+        allowedTokens: (g) => (g.length < forced.length ? new Set([forced[g.length]!]) : null),
+      },
+    ]);
+    expect(out!.tokenIds.slice(0, 3)).toEqual(forced);
+    const logits = model.forwardLogits(packSequences([[...prompt, ...out!.tokenIds]]));
+    out!.tokenIds.forEach((t, i) => {
+      expect(out!.logprobs[i]).toBeCloseTo(logSoftmaxAt(logits, V, prompt.length - 1 + i, t), 4);
+    });
+  });
+});

@@ -17,6 +17,8 @@ export interface GenerateRequest {
    * before the result resolves, the others may not call it at all. It never changes what is sampled.
    */
   onToken?: (token: number, logprob: number) => void;
+  /** Constrained decoding (in-process engines only): the tokens allowed next, or null for any. */
+  allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
 }
 
 /** What the engine sampled for one turn: only the new tokens. */

@@ -52,7 +52,14 @@ async function streamChoice(
     });
   };
   const k = body.logprobs ? (body.top_logprobs ?? 0) : 0;
-  const gen = await ctx.served.generate(rid, prompt.ids, spec, k, k > 0 ? undefined : onToken);
+  const gen = await ctx.served.generate(
+    rid,
+    prompt.ids,
+    spec,
+    k,
+    k > 0 ? undefined : onToken,
+    prompt.constraint,
+  );
   if (k > 0)
     for (const [i, t] of gen.tokenIds.entries()) onToken(t, gen.logprobs[i]!, gen.top?.[i]?.top ?? []);
   const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);

@@ -8,7 +8,7 @@ import { type VllmChatRequest, VllmChatRequestSchema } from '../request-schemas.
 import { refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
 import type { Generation } from '../served-engine.js';
 import { stopCause, vllmFinish } from '../stop.js';
-import { normalizeTools } from '../tools.js';
+import { forcedTools, normalizeTools, toolCallConstraint } from '../tools.js';
 import { streamChat } from './chat-stream.js';
 
 /**
@@ -57,7 +57,9 @@ export function chatPrompt(ctx: ServerContext, body: VllmChatRequest) {
       `the prompt has ${ids.length} tokens; this model's maximum context length is ${ctx.served.maxModelLen}`,
     );
   const maxTokens = Math.min(body.max_completion_tokens ?? body.max_tokens ?? room, room);
-  return { ids, tools, maxTokens };
+  const forced = forcedTools(body);
+  const constraint = forced.length > 0 ? toolCallConstraint(ctx, forced, body.messages) : undefined;
+  return { ids, tools, maxTokens, constraint };
 }
 
 /** One token of the chat logprobs shape: its text, logprob, bytes and top alternatives. */
@@ -87,7 +89,7 @@ async function chatChoice(
 ) {
   const spec = vllmGenerationSpec(body, prompt.maxTokens, index, ctx.eosIds);
   const k = body.logprobs ? (body.top_logprobs ?? 0) : 0;
-  const gen = await ctx.served.generate(`${id}-${index}`, prompt.ids, spec, k);
+  const gen = await ctx.served.generate(`${id}-${index}`, prompt.ids, spec, k, undefined, prompt.constraint);
   const raw = ctx.codec.decode(gen.tokenIds, body.skip_special_tokens ?? true);
   const finish = vllmFinish(
     stopCause(gen.tokenIds, gen.finishReason, raw, spec),
