@@ -5,19 +5,13 @@ import { SglangAbortRequestSchema } from '../request-schemas.js';
 import { generationSpec } from '../sampling.js';
 
 /**
- * Health, model listing, load and cache control: vLLM's `/health`, `/v1/models` (the served model
- * name, `max_model_len`), `/reset_prefix_cache`, `/metrics`; SGLang's `/get_server_info`,
- * `/get_model_info` (with `weight_version`), `/get_load`, `/flush_cache`, `/abort_request`.
+ * vLLM's `/health` and `/v1/models` (with its `permission` card, `vllm/entrypoints/openai/protocol.py`
+ * `ModelCard`), SGLang's `/health_generate` (200 only if one token can be generated now, else 503).
  */
-export async function infoRoutes(
-  app: FastifyInstance,
-  ctx: ServerContext,
-  kvCapacityTokens: number,
-): Promise<void> {
+function healthAndModels(app: FastifyInstance, ctx: ServerContext): void {
   const { served } = ctx;
   const permissionId = randomUUID().replaceAll('-', '');
   app.get('/health', async (_req, reply) => reply.code(200).send());
-  // SGLang `/health_generate`: healthy only if one token can be generated now (503 otherwise).
   app.get('/health_generate', async (_req, reply) => {
     try {
       const spec = generationSpec({ temperature: 0, maxNewTokens: 1 }, []);
@@ -38,7 +32,6 @@ export async function infoRoutes(
         root: served.modelPath,
         parent: null,
         max_model_len: served.maxModelLen,
-        // vLLM's ModelCard carries one ModelPermission (`vllm/entrypoints/openai/protocol.py`).
         permission: [
           {
             id: `modelperm-${permissionId}`,
@@ -58,6 +51,20 @@ export async function infoRoutes(
       },
     ],
   }));
+}
+
+/**
+ * Health, model listing, load and cache control: vLLM's `/health`, `/v1/models` (the served model
+ * name, `max_model_len`), `/reset_prefix_cache`, `/metrics`; SGLang's `/get_server_info`,
+ * `/get_model_info` (with `weight_version`), `/get_load`, `/flush_cache`, `/abort_request`.
+ */
+export async function infoRoutes(
+  app: FastifyInstance,
+  ctx: ServerContext,
+  kvCapacityTokens: number,
+): Promise<void> {
+  const { served } = ctx;
+  healthAndModels(app, ctx);
   const serverInfo = async () => ({
     model_path: served.modelPath,
     served_model_name: ctx.modelName,
