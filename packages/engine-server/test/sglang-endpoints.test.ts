@@ -2,6 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCharTokenizer, createModel, type Model, saveModel, writeSafetensors } from '@agentrl/engine';
+import { charModelConfig } from '@agentrl/engine/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnServer } from './helpers/serve-process.js';
 
@@ -12,21 +13,7 @@ let server: Awaited<ReturnType<typeof spawnServer>>;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'agentrl-sglang-'));
-  model = createModel(
-    {
-      architectures: ['Qwen3ForCausalLM'],
-      vocab_size: tokenizer.vocabSize,
-      hidden_size: 32,
-      intermediate_size: 64,
-      num_hidden_layers: 1,
-      num_attention_heads: 2,
-      num_key_value_heads: 1,
-      head_dim: 16,
-      max_position_embeddings: 256,
-      tie_word_embeddings: true,
-    },
-    { seed: 3 },
-  );
+  model = createModel(charModelConfig(), { seed: 3 });
   await saveModel(model, join(dir, 'ckpt'));
   server = await spawnServer(['--checkpoint', join(dir, 'ckpt'), '--served-model-name', 'tiny']);
 }, 120_000);
@@ -80,7 +67,7 @@ describe("SGLang's native endpoints, as verl's AsyncHttpServerAdapter calls them
     expect((await call('/health_generate', undefined, 'GET')).status).toBe(200);
     expect(await call('/release_memory_occupation', { tags: ['kv_cache', 'weights'] })).toEqual({
       status: 200,
-      body: null,
+      body: null, // an empty body
     });
     const refused = await call('/generate', { input_ids: ids, sampling_params: { max_new_tokens: 2 } });
     expect(refused.status).toBe(503);
@@ -208,5 +195,47 @@ describe('presence / frequency penalties', () => {
     const bad = await call('/v1/completions', { ...base, presence_penalty: 2.5 });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/presence_penalty must be in \[-2, 2\], got 2\.5/);
+  });
+});
+
+/**
+ * The payloads verl's `AsyncHttpServerAdapter` (`verl/workers/rollout/sglang_rollout/
+ * http_server_engine.py`) sends, as it builds them: None-valued keys dropped from generate, `tags:
+ * null` and its `reset_connector` on release, `{tags: null}` on resume, `flush_cache` as a GET with a
+ * query; its `_read_async_response` reads an empty 200 body as {}.
+ */
+describe("verl's SGLang adapter payloads", () => {
+  it('generate, release (all tags), resume, flush_cache, in the order a colocated step sends them', async () => {
+    const gen = await call('/generate', {
+      sampling_params: {
+        temperature: 1.0,
+        top_p: 1.0,
+        top_k: -1,
+        max_new_tokens: 5,
+        n: 1,
+        ignore_eos: false,
+      },
+      input_ids: ids,
+      return_logprob: true,
+    });
+    expect(gen.status).toBe(200);
+    expect(gen.body.output_ids.length).toBeGreaterThan(0);
+    expect(gen.body.meta_info.output_token_logprobs).toHaveLength(gen.body.output_ids.length);
+    const release = await fetch(`${server.url}/release_memory_occupation`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tags: null, reset_connector: true }),
+    });
+    expect(release.status).toBe(200);
+    expect(release.headers.get('content-length')).toBe('0');
+    expect((await call('/generate', { input_ids: ids, sampling_params: { max_new_tokens: 1 } })).status).toBe(
+      503,
+    );
+    expect((await call('/resume_memory_occupation', { tags: null })).status).toBe(200);
+    const flush = await fetch(`${server.url}/flush_cache?reset_connector=true`);
+    expect(flush.status).toBe(200);
+    expect((await call('/generate', { input_ids: ids, sampling_params: { max_new_tokens: 1 } })).status).toBe(
+      200,
+    );
   });
 });

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ServerContext } from '../context.js';
 import { EngineServerError } from '../errors.js';
@@ -21,19 +21,20 @@ function tags(given: readonly string[] | null | undefined): MemoryTag[] {
 /**
  * Memory occupation, as colocated RL trainers drive it between rollout and training: SGLang's
  * `POST /release_memory_occupation` and `/resume_memory_occupation` (`http_server.py`, body
- * `{tags}`: "kv_cache", "weights", none for both; 200 with an empty body) and vLLM's dev-mode
+ * `{tags}`: "kv_cache", "weights", none for both; 200, empty body) and vLLM's dev-mode
  * `POST /sleep?level=` (level 1 releases both here: the weights stay in host memory either way),
  * `POST /wake_up?tags=` and `GET /is_sleeping` (`vllm/entrypoints/serve/sleep/api_router.py`).
  * See ServedEngine.release for what releasing means on this engine.
  */
 export async function memoryRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
-  const release = async (req: { body: unknown }) => {
+  // 200 with an empty body, which verl's adapter (`_read_async_response`) reads as {}.
+  const release = async (req: { body: unknown }, reply: FastifyReply) => {
     await ctx.served.release(tags(TagsSchema.parse(req.body ?? {}).tags));
-    return null;
+    return reply.code(200).send();
   };
-  const resume = async (req: { body: unknown }) => {
+  const resume = async (req: { body: unknown }, reply: FastifyReply) => {
     ctx.served.resume(tags(TagsSchema.parse(req.body ?? {}).tags));
-    return null;
+    return reply.code(200).send();
   };
   app.route({ method: ['GET', 'POST'], url: '/release_memory_occupation', handler: release });
   app.route({ method: ['GET', 'POST'], url: '/resume_memory_occupation', handler: resume });
