@@ -1,3 +1,4 @@
+import { firstStopString } from './stop.js';
 import type { TextCodec } from './text.js';
 
 export interface TextStreamOptions {
@@ -27,7 +28,11 @@ export function createTextStream(codec: TextCodec, options: TextStreamOptions) {
       ids.push(token);
       let text = codec.decode(ids, options.skipSpecial);
       while (text.endsWith('\uFFFD')) text = text.slice(0, -1);
-      text = text.slice(0, Math.max(0, text.length - stopHold));
+      const stop = firstStopString(text, options.stopStrings);
+      // A completed stop string ends the text here, as the final cut will (the token that
+      // completed it is reported before the engine stops); otherwise hold back a possible start.
+      if (stop) text = text.slice(0, stop.index + (options.includeStopStr ? stop.text.length : 0));
+      else text = text.slice(0, Math.max(0, text.length - stopHold));
       if (options.holdFrom) text = beforeMarker(text, options.holdFrom);
       if (text.length <= sent.length || !text.startsWith(sent)) return '';
       const delta = text.slice(sent.length);

@@ -59,6 +59,16 @@ describe('streaming with the openai client against agentrl serve as its own proc
     expect(last.usage!.completion_tokens).toBe(400);
   });
 
+  it('a stop string is held back while it could still complete: the pieces join to the cut text', async () => {
+    const request = { model: 'tiny', prompt, max_tokens: 200, temperature: 0, stop: ['</tool_call>'] };
+    const whole = await client.completions.create(request);
+    expect(whole.choices[0]!.text).toBe('<tool_call>{"name":"python","arguments":{"code":"print(6*7)"}}');
+    let text = '';
+    for await (const chunk of await client.completions.create({ ...request, stream: true }))
+      text += chunk.choices[0]?.text ?? '';
+    expect(text).toBe(whole.choices[0]!.text);
+  });
+
   it('chat: role first, content deltas as sampled, the same text and usage as non-streamed', async () => {
     const request = {
       model: 'tiny',
