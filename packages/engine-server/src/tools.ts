@@ -1,6 +1,7 @@
 import { renderChat, type TemplateMessage } from '@agentrl/engine';
 import type { ServerContext } from './context.js';
 import { EngineServerError } from './errors.js';
+import { JsonObjectPrefix } from './json-prefix.js';
 import type { VllmChatRequest } from './request-schemas.js';
 
 type RequestTool = NonNullable<VllmChatRequest['tools']>[number];
@@ -55,66 +56,117 @@ export function forcedTools(body: VllmChatRequest): string[] {
 /** Where the chat template's rendering of a call to a function named MARKER ends its frame. */
 const MARKER = 'f0rced_t00l_name';
 
+/** A call's text around its arguments: `open` up to them (name included), `close` after them. */
+interface CallFrame {
+  open: string;
+  close: string;
+}
+
 /**
- * The text a call to `name` starts with, up to its arguments: taken from the chat template itself
- * (an assistant turn with one call rendered, cut after the name and the `"arguments": ` key), so
- * the frame is the template's own tool-call grammar; a template that renders no calls gets the
- * Hermes frame of Qwen's templates, `<tool_call>\n{"name": "…", "arguments": `.
+ * The frame of a call to `name`, taken from the chat template itself: an assistant turn with one
+ * call (arguments `{}`) rendered, cut after the `"arguments": ` key and after `</tool_call>`, so the
+ * frame is the template's own tool-call grammar; a template that renders no calls gets the Hermes
+ * frame of Qwen's templates, `<tool_call>\n{"name": "…", "arguments": ` … `}\n</tool_call>`.
  */
-function callFrame(ctx: ServerContext, name: string, messages: VllmChatRequest['messages']): string {
+function callFrame(ctx: ServerContext, name: string): CallFrame {
   const call = { type: 'function', function: { name: MARKER, arguments: {} } };
   const turn = { role: 'assistant', content: '', tool_calls: [call] } as unknown as TemplateMessage;
-  const user = (messages.find((m) => m.role === 'user') ?? { role: 'user', content: 'q' }) as TemplateMessage;
   let text = '';
   try {
-    text = renderChat(ctx.tokenizer, [{ ...user, content: 'q' }, turn], { addGenerationPrompt: false });
+    text = renderChat(ctx.tokenizer, [{ role: 'user', content: 'q' }, turn], { addGenerationPrompt: false });
   } catch {
     // a template that refuses the probe: the Hermes frame below
   }
-  const open = text.lastIndexOf('<tool_call>', text.indexOf(MARKER));
   const at = text.indexOf(MARKER);
+  const start = text.lastIndexOf('<tool_call>', at);
   const args = text.indexOf('"arguments"', at);
-  if (open < 0 || at < 0 || args < 0) return `<tool_call>\n{"name": "${name}", "arguments": `;
   const colon = text.indexOf(':', args);
-  const after = text.slice(colon + 1).startsWith(' ') ? colon + 2 : colon + 1;
-  return text.slice(open, after).replace(MARKER, name);
+  const body = text.indexOf('{}', colon);
+  const end = text.indexOf('</tool_call>', body);
+  if (at < 0 || start < 0 || args < 0 || colon < 0 || body < 0 || end < 0)
+    return { open: `<tool_call>\n{"name": "${name}", "arguments": `, close: '}\n</tool_call>' };
+  return {
+    open: text.slice(start, body).replace(MARKER, name),
+    close: text.slice(body + 2, end + '</tool_call>'.length),
+  };
 }
 
-/** Every token's text, once per tokenizer (constrained decoding checks them against the frame). */
+/**
+ * Every token's text, once per tokenizer (constrained decoding checks them against the frame);
+ * special tokens and EOS read as '' so that no constrained step can take them (an EOS inside the
+ * arguments would read as string characters otherwise).
+ */
 const piecesOf = new WeakMap<object, string[]>();
 function pieces(ctx: ServerContext): string[] {
   let out = piecesOf.get(ctx.tokenizer);
   if (!out) {
-    out = Array.from({ length: ctx.served.model.config.vocab_size }, (_, i) => ctx.codec.piece(i));
+    const special = new Set([...ctx.tokenizer.specialTokens.values(), ...ctx.eosIds]);
+    const frame = new Set(['<tool_call>', '</tool_call>']);
+    out = Array.from({ length: ctx.served.model.config.vocab_size }, (_, i) => {
+      const piece = ctx.codec.piece(i);
+      return special.has(i) && !frame.has(piece) ? '' : piece;
+    });
     piecesOf.set(ctx.tokenizer, out);
   }
   return out;
 }
 
 /**
+ * Whether `more` can follow text whose arguments so far left the recogniser in `json` (and, once
+ * the object closed, `tail` of the frame's `close`): the arguments stay a JSON object prefix, and
+ * whatever follows its closing brace is the next part of `close`.
+ */
+function fits(json: JsonObjectPrefix, tail: string, more: string, close: string): boolean {
+  let i = 0;
+  if (!json.done) {
+    const j = json.clone();
+    for (; i < more.length && !j.done; i++) if (!j.feed(more[i]!)) return false;
+    if (!j.done) return true;
+  }
+  return close.startsWith(tail + more.slice(i));
+}
+
+/** The recogniser after `args`, and the text after the object's end; null when `args` cannot be one. */
+function readArgs(args: string): { json: JsonObjectPrefix; tail: string } | null {
+  const json = new JsonObjectPrefix();
+  let i = 0;
+  for (; i < args.length && !json.done; i++) if (!json.feed(args[i]!)) return null;
+  return { json, tail: args.slice(i) };
+}
+
+/**
  * Forced tool calls by constrained decoding (vLLM answers `tool_choice` named or "required" with
- * guided decoding, `serving_chat.py` / `structured_outputs`): until the output holds a whole call
- * frame of one of `names` (callFrame: the chat template's own tool-call prefix, name included),
- * each draw may only take tokens whose text keeps the output a prefix of such a frame, so the turn
- * opens a call to a permitted function whatever the model prefers. From the arguments on the draw
- * is free: the arguments are not constrained to JSON (planned); a turn whose arguments do not parse
- * comes back as content, as vLLM's Hermes parser returns unparsable output.
+ * guided decoding, `serving_chat.py` / `vllm/v1/structured_output`): every draw may only take a
+ * token whose text keeps the output a prefix of a call to one of `names` in the chat template's own
+ * frame (callFrame): the frame up to the arguments, the arguments a JSON object (json-prefix.ts;
+ * not checked against the tool's parameters schema, planned), then the frame's close through
+ * `</tool_call>`, then EOS (the turn ends with the call, as vLLM's grammar ends it).
  */
 export function toolCallConstraint(
   ctx: ServerContext,
   names: readonly string[],
-  messages: VllmChatRequest['messages'],
 ): (generated: readonly number[]) => ReadonlySet<number> | null {
-  const frames = names.map((n) => callFrame(ctx, n, messages));
+  const frames = names.map((n) => callFrame(ctx, n));
   return (generated) => {
     const text = ctx.codec.decode(generated, false);
-    const open = frames.filter((f) => f.length > text.length && f.startsWith(text));
-    if (open.length === 0) return null;
+    const opening = frames.filter((f) => f.open.length > text.length && f.open.startsWith(text));
+    const inside = frames.find((f) => text.startsWith(f.open));
+    const args = inside ? readArgs(text.slice(inside.open.length)) : null;
+    // A finished call ends the turn, as the grammar's end does under vLLM's guided decoding.
+    if (inside && args?.tail === inside.close) return ctx.eosIds.length > 0 ? new Set(ctx.eosIds) : null;
+    if (opening.length === 0 && (!inside || !args)) return null;
     const allowed = new Set<number>();
     for (const [id, piece] of pieces(ctx).entries()) {
       if (piece.length === 0) continue;
       const next = text + piece;
-      if (open.some((f) => f.startsWith(next) || next.startsWith(f))) allowed.add(id);
+      const ok =
+        opening.some(
+          (f) =>
+            f.open.startsWith(next) ||
+            (next.startsWith(f.open) && fits(new JsonObjectPrefix(), '', next.slice(f.open.length), f.close)),
+        ) ||
+        (inside !== undefined && args !== null && fits(args.json, args.tail, piece, inside.close));
+      if (ok) allowed.add(id);
     }
     return allowed.size > 0 ? allowed : null;
   };

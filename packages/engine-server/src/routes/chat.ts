@@ -58,7 +58,7 @@ export function chatPrompt(ctx: ServerContext, body: VllmChatRequest) {
     );
   const maxTokens = Math.min(body.max_completion_tokens ?? body.max_tokens ?? room, room);
   const forced = forcedTools(body);
-  const constraint = forced.length > 0 ? toolCallConstraint(ctx, forced, body.messages) : undefined;
+  const constraint = forced.length > 0 ? toolCallConstraint(ctx, forced) : undefined;
   return { ids, tools, maxTokens, constraint };
 }
 
