@@ -17,7 +17,13 @@ import { createBatchQueue, type Pending } from './batch-queue.js';
  */
 export interface BatchGenerator {
   generate(
-    requests: Array<{ cacheId: string; tokenIds: number[]; params: SamplingParams }>,
+    requests: Array<{
+      cacheId: string;
+      tokenIds: number[];
+      params: SamplingParams;
+      onToken?: (token: number, logprob: number) => void;
+      allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
+    }>,
   ): Promise<Array<{ tokenIds: number[]; logprobs: number[]; finishReason: 'stop' | 'length' }>>;
   release(cacheId: string): void | Promise<void>;
 }
@@ -120,6 +126,8 @@ async function runNativeBatch(
         cacheId: request.cacheId,
         tokenIds: [...request.tokenIds],
         params: request.params,
+        ...(request.onToken ? { onToken: request.onToken } : {}),
+        ...(request.allowedTokens ? { allowedTokens: request.allowedTokens } : {}),
       })),
     );
   } catch (err) {

@@ -38,6 +38,8 @@ export function sglangGenerateBody(
       skip_special_tokens: false,
       no_stop_trim: true,
       ...(params.seed !== undefined ? { sampling_seed: params.seed } : {}),
+      ...(params.presencePenalty ? { presence_penalty: params.presencePenalty } : {}),
+      ...(params.frequencyPenalty ? { frequency_penalty: params.frequencyPenalty } : {}),
     },
     return_logprob: true,
     stream: false,

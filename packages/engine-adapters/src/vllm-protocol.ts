@@ -30,6 +30,8 @@ export function vllmCompletionBody(
     top_p: params.topP,
     top_k: params.topK === 0 ? -1 : params.topK,
     ...(params.seed !== undefined ? { seed: params.seed } : {}),
+    ...(params.presencePenalty ? { presence_penalty: params.presencePenalty } : {}),
+    ...(params.frequencyPenalty ? { frequency_penalty: params.frequencyPenalty } : {}),
     stop: params.stopStrings,
     stop_token_ids: params.stopTokenIds,
     include_stop_str_in_output: true,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseHermesToolCalls } from './hermes.js';
+import { parseHermesToolCalls, pythonJsonDumps } from './hermes.js';
 
 describe('parseHermesToolCalls (vllm serve --tool-call-parser hermes)', () => {
   it('splits content from calls and re-serialises arguments as a JSON string', () => {
@@ -12,6 +12,14 @@ describe('parseHermesToolCalls (vllm serve --tool-call-parser hermes)', () => {
       ['function', 'python', { code: 'print(2)' }],
     ]);
     expect(r.toolCalls[0]!.id).toMatch(/^chatcmpl-tool-[0-9a-f]{32}$/);
+    // vLLM: json.dumps(arguments, ensure_ascii=False), Python's separators
+    expect(r.toolCalls[0]!.function.arguments).toBe('{"code": "print(1)"}');
+  });
+
+  it("writes arguments with Python json.dumps' separators, nested, non-ASCII kept", () => {
+    expect(pythonJsonDumps({ a: [1, 2, { b: null }], c: 'é"\n', d: true, e: {} })).toBe(
+      '{"a": [1, 2, {"b": null}], "c": "é\\"\\n", "d": true, "e": {}}',
+    );
   });
 
   it('gives null content when the turn is only a call, and plain content when nothing parses', () => {

@@ -12,7 +12,7 @@ const CALL = /<tool_call>(.*?)<\/tool_call>|<tool_call>(.*)/gs;
  * The Hermes tool-call parser of `vllm serve --tool-call-parser hermes`
  * (`vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py`, non-streaming path): every
  * `<tool_call>{"name": …, "arguments": {…}}</tool_call>` (an unclosed last one too) becomes a tool
- * call with `arguments` re-serialised as a JSON string; the content is the text before the first
+ * call with `arguments` re-serialised as a JSON string (as Python's `json.dumps` writes it); the content is the text before the first
  * call. Output that does not parse is returned as plain content with no calls, as vLLM does.
  */
 export function parseHermesToolCalls(text: string): ParsedToolCalls {
@@ -26,7 +26,7 @@ export function parseHermesToolCalls(text: string): ParsedToolCalls {
       toolCalls.push({
         id: `chatcmpl-tool-${randomBytes(16).toString('hex')}`,
         type: 'function',
-        function: { name: call.name, arguments: JSON.stringify(call.arguments ?? {}) },
+        function: { name: call.name, arguments: pythonJsonDumps(call.arguments ?? {}) },
       });
     }
     const content = text.slice(0, text.indexOf('<tool_call>'));
@@ -34,4 +34,18 @@ export function parseHermesToolCalls(text: string): ParsedToolCalls {
   } catch {
     return { content: text, toolCalls: [] };
   }
+}
+
+/**
+ * JSON as Python's `json.dumps(value, ensure_ascii=False)` writes it, which is how vLLM's Hermes
+ * parser serialises `arguments`: `", "` between items and `": "` after keys (`{"code": "print(1)"}`).
+ * Strings and numbers are JSON.stringify's (a float with no fraction, Python's `1.0`, reads `1`).
+ */
+export function pythonJsonDumps(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(pythonJsonDumps).join(', ')}]`;
+  if (value !== null && typeof value === 'object')
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}: ${pythonJsonDumps(v)}`)
+      .join(', ')}}`;
+  return JSON.stringify(value) ?? 'null';
 }

@@ -22,6 +22,13 @@ const vllmSampling = {
   seed: z.number().int().nullable().optional(),
   n: z.number().int().positive().nullable().optional(),
   stream: z.boolean().nullable().optional(),
+  stream_options: z
+    .looseObject({
+      include_usage: z.boolean().nullable().optional(),
+      continuous_usage_stats: z.boolean().nullable().optional(),
+    })
+    .nullable()
+    .optional(),
   stop,
   stop_token_ids: z.array(z.number().int()).nullable().optional(),
   ignore_eos: z.boolean().nullable().optional(),
@@ -150,6 +157,15 @@ export const SglangUpdateWeightsRequestSchema = z.looseObject({
   abort_all_requests: z.boolean().optional(),
   weight_version: z.string().nullable().optional(),
   flush_cache: z.boolean().optional(),
+});
+
+/** SGLang `POST /update_weights_from_tensor` (`UpdateWeightsFromTensorReqInput`). */
+export const SglangUpdateTensorRequestSchema = z.looseObject({
+  serialized_named_tensors: z.array(z.string()).min(1),
+  load_format: z.string().nullable().optional(),
+  flush_cache: z.boolean().optional(),
+  abort_all_requests: z.boolean().optional(),
+  weight_version: z.string().nullable().optional(),
 });
 
 /** vLLM dev-mode `POST /collective_rpc`. */

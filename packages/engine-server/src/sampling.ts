@@ -21,6 +21,16 @@ export interface SpecInput {
   stopTokenIds?: number[] | null | undefined;
   ignoreEos?: boolean | null | undefined;
   seed?: number | null | undefined;
+  presencePenalty?: number | null | undefined;
+  frequencyPenalty?: number | null | undefined;
+}
+
+/** vLLM's check (`SamplingParams._verify_args`): both penalties lie in [-2, 2]. */
+function penalty(name: string, value: number | null | undefined): number {
+  const v = value ?? 0;
+  if (!(v >= -2 && v <= 2))
+    throw new EngineServerError('INVALID_REQUEST', `${name} must be in [-2, 2], got ${value}.`);
+  return v;
 }
 
 /** Maps the fields both APIs share onto the engine's SamplingParams; EOS ends a turn unless ignore_eos. */
@@ -30,6 +40,8 @@ export function generationSpec(input: SpecInput, eosIds: readonly number[]): Gen
   );
   const stopTokenIds = [...(input.stopTokenIds ?? [])];
   const eos = input.ignoreEos ? [] : [...eosIds];
+  const presencePenalty = penalty('presence_penalty', input.presencePenalty);
+  const frequencyPenalty = penalty('frequency_penalty', input.frequencyPenalty);
   return {
     params: {
       temperature: input.temperature ?? 1,
@@ -40,6 +52,8 @@ export function generationSpec(input: SpecInput, eosIds: readonly number[]): Gen
       stopTokenIds: [...new Set([...stopTokenIds, ...eos])],
       stopStrings,
       ...(input.seed !== undefined && input.seed !== null ? { seed: input.seed } : {}),
+      ...(presencePenalty !== 0 ? { presencePenalty } : {}),
+      ...(frequencyPenalty !== 0 ? { frequencyPenalty } : {}),
     },
     stopStrings,
     stopTokenIds,
@@ -56,6 +70,8 @@ export interface VllmSamplingFields {
   stop_token_ids?: number[] | null | undefined;
   ignore_eos?: boolean | null | undefined;
   seed?: number | null | undefined;
+  presence_penalty?: number | null | undefined;
+  frequency_penalty?: number | null | undefined;
 }
 
 /** generationSpec of a vLLM request; sample `index` of `n` draws with seed + index. */
@@ -75,6 +91,8 @@ export function vllmGenerationSpec(
       stopTokenIds: body.stop_token_ids,
       ignoreEos: body.ignore_eos,
       seed: body.seed === undefined || body.seed === null ? undefined : body.seed + index,
+      presencePenalty: body.presence_penalty,
+      frequencyPenalty: body.frequency_penalty,
     },
     eosIds,
   );
@@ -110,8 +128,6 @@ export function refuseNonNeutral(
 
 const NEUTRALS: Neutral[] = [
   ['repetition_penalty', 1, eq(1), '1.0'],
-  ['presence_penalty', 0, eq(0), '0'],
-  ['frequency_penalty', 0, eq(0), '0'],
   ['min_tokens', 0, eq(0), '0'],
   ['min_new_tokens', 0, eq(0), '0'],
   ['min_p', 0, eq(0), '0'],

@@ -6,6 +6,10 @@ import { SERVED } from './open-checkpoint.js';
 import { createPrefixCache } from './prefix-cache.js';
 import type { GenerationSpec } from './sampling.js';
 
+/** What `/release_memory_occupation` and `/sleep` release (SGLang's `GPU_MEMORY_TYPE_*` tags). */
+export type MemoryTag = 'kv_cache' | 'weights';
+export const MEMORY_TAGS: readonly MemoryTag[] = ['kv_cache', 'weights'];
+
 /** Most logits one top-k / prompt-logprobs forward may hold (1 GiB of floats). */
 const MAX_LOGIT_FLOATS = 2 ** 28;
 
@@ -83,15 +87,26 @@ export class ServedEngine {
       );
   }
 
-  /** Samples one continuation of `tokenIds`; `topLogprobs` > 0 adds the k most likely tokens per step. */
+  /**
+   * Samples one continuation of `tokenIds`; `topLogprobs` > 0 adds the k most likely tokens per step.
+   * `onToken` sees each token as it is sampled (streaming); it does not change what is sampled.
+   * `allowedTokens` constrains each draw (forced tool calls); the logprobs stay the model's.
+   */
   async generate(
     rid: string,
     tokenIds: number[],
     spec: GenerationSpec,
     topLogprobs = 0,
+    onToken?: (token: number, logprob: number) => void,
+    allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null,
   ): Promise<Generation> {
     this.checkPrompt(tokenIds, spec.params.maxNewTokens);
     await this.waitForReload();
+    if (this.released.size > 0)
+      throw new EngineServerError(
+        'RELEASED',
+        `the server's ${[...this.released].join(' and ')} memory is released (/release_memory_occupation or /sleep); call /resume_memory_occupation or /wake_up first`,
+      );
     const controller = new AbortController();
     this.controllers.set(rid, controller);
     this.running += 1;
@@ -104,6 +119,8 @@ export class ServedEngine {
           tokenIds,
           params: spec.params,
           signal: controller.signal,
+          ...(onToken ? { onToken } : {}),
+          ...(allowedTokens ? { allowedTokens } : {}),
         });
       } finally {
         await this.prefixes.done(entry, result ? [...tokenIds, ...result.tokenIds] : null);
@@ -171,14 +188,7 @@ export class ServedEngine {
    * without a checkpoint, or one of another shape, is refused and the old weights stay.
    */
   async reload(path: string, weightVersion?: string | null): Promise<void> {
-    await this.waitForReload();
-    let done!: () => void;
-    this.reloading = new Promise<void>((r) => {
-      done = r;
-    });
-    try {
-      if (this.running > 0) await new Promise<void>((r) => (this.idle = r));
-      this.idle = null;
+    await this.exclusive(async () => {
       let next: Model;
       try {
         next = await loadModel(path, SERVED);
@@ -200,16 +210,80 @@ export class ServedEngine {
           );
       }
       for (const p of target) p.data.set(source.get(p.name)!.data);
-      this.model.markWeightsChanged();
-      await this.prefixes.flush();
-      this.modelVersion += 1;
-      this.weightVersion = weightVersion ?? String(this.modelVersion);
       this.modelPath = path;
+      await this.weightsChanged(weightVersion);
+    });
+  }
+
+  /**
+   * Copies named fp32 tensors into the served parameters of the same name in place (SGLang's
+   * `/update_weights_from_tensor`: any subset of the parameters), then bumps the version. Every
+   * name and size is checked before anything is written: a refused update leaves the old weights.
+   */
+  async updateTensors(
+    tensors: ReadonlyMap<string, Float32Array>,
+    weightVersion?: string | null,
+  ): Promise<void> {
+    await this.exclusive(async () => {
+      for (const [name, data] of tensors) {
+        const p = this.model.parameter(name);
+        if (!p || p.data.length !== data.length)
+          throw new EngineServerError(
+            'WEIGHTS_REFUSED',
+            `Failed to update weights from tensor: ${name} ${p ? `has ${data.length} values, the served parameter [${p.shape.join(', ')}] has ${p.data.length}` : 'is not a parameter of the served model'}`,
+          );
+      }
+      for (const [name, data] of tensors) this.model.parameter(name)!.data.set(data);
+      await this.weightsChanged(weightVersion);
+    });
+  }
+
+  /** After new weights: the model's version is bumped (stale KV caches are rebuilt), the prefix cache dropped. */
+  private async weightsChanged(weightVersion: string | null | undefined): Promise<void> {
+    this.model.markWeightsChanged();
+    await this.prefixes.flush();
+    this.modelVersion += 1;
+    this.weightVersion = weightVersion ?? String(this.modelVersion);
+  }
+
+  /** Runs `change` alone: new requests wait, running ones finish first. */
+  private async exclusive(change: () => Promise<void>): Promise<void> {
+    await this.waitForReload();
+    let done!: () => void;
+    this.reloading = new Promise<void>((r) => {
+      done = r;
+    });
+    try {
+      if (this.running > 0) await new Promise<void>((r) => (this.idle = r));
+      this.idle = null;
+      await change();
     } finally {
       this.reloading = null;
       done();
     }
   }
+
+  /**
+   * SGLang's `/release_memory_occupation` and vLLM's `/sleep`: drops every KV cache (`kv_cache`)
+   * and marks the weights (`weights`) unusable until resumed. This engine keeps its weights in host
+   * memory, so releasing them frees nothing by itself; what it guarantees is what verl relies on:
+   * no generation runs on them until `resume`, and the weights sent in between are the ones served.
+   * Waits for running requests; requests that arrive while released are refused (503).
+   */
+  async release(tags: readonly MemoryTag[]): Promise<void> {
+    await this.exclusive(async () => {
+      for (const t of tags) this.released.add(t);
+      if (tags.includes('kv_cache')) await this.prefixes.flush();
+    });
+  }
+
+  /** SGLang's `/resume_memory_occupation` and vLLM's `/wake_up`: serves again. */
+  resume(tags: readonly MemoryTag[]): void {
+    for (const t of tags) this.released.delete(t);
+  }
+
+  /** what is released now (vLLM's `/is_sleeping` is true while anything is) */
+  readonly released = new Set<MemoryTag>();
 
   private async waitForReload(): Promise<void> {
     while (this.reloading) {

@@ -2,12 +2,13 @@ import type { Model, Tokenizer } from '@agentrl/engine';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ServerContext } from './context.js';
-import { EngineServerError } from './errors.js';
+import { EngineServerError, vllmError } from './errors.js';
 import { ServerMetrics } from './metrics.js';
 import { chatRoutes } from './routes/chat.js';
 import { completionRoutes } from './routes/completions.js';
 import { generateRoutes } from './routes/generate.js';
 import { infoRoutes } from './routes/info.js';
+import { memoryRoutes } from './routes/memory.js';
 import { tokenizeRoutes } from './routes/tokenize.js';
 import { weightRoutes } from './routes/weights.js';
 import { ServedEngine } from './served-engine.js';
@@ -74,13 +75,7 @@ export function createEngineServer(options: EngineServerOptions): EngineServer {
       error instanceof z.ZodError
         ? `invalid request: ${error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`
         : error.message;
-    reply.code(status).send({
-      object: 'error',
-      message,
-      type: status === 404 ? 'NotFoundError' : status < 500 ? 'BadRequestError' : 'InternalServerError',
-      param: null,
-      code: status,
-    });
+    reply.code(status).send(vllmError(status, message));
   });
   app.register(async (a) => infoRoutes(a, ctx, kvCapacityTokens));
   app.register(async (a) => completionRoutes(a, ctx));
@@ -88,6 +83,7 @@ export function createEngineServer(options: EngineServerOptions): EngineServer {
   app.register(async (a) => generateRoutes(a, ctx));
   app.register(async (a) => tokenizeRoutes(a, ctx));
   app.register(async (a) => weightRoutes(a, ctx));
+  app.register(async (a) => memoryRoutes(a, ctx));
   return {
     app,
     served,

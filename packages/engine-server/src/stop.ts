@@ -5,6 +5,19 @@ export type StopCause =
   | { kind: 'string'; text: string; index: number }
   | { kind: 'length' };
 
+/** The earliest of `stops` in `text` (the first listed on a tie), or null. */
+export function firstStopString(
+  text: string,
+  stops: readonly string[],
+): { text: string; index: number } | null {
+  let best: { text: string; index: number } | null = null;
+  for (const s of stops) {
+    const i = text.indexOf(s);
+    if (i >= 0 && (best === null || i < best.index)) best = { text: s, index: i };
+  }
+  return best;
+}
+
 /**
  * Why the engine stopped: the last id is a client stop id or an EOS id, else the earliest stop
  * string in `text` (the text the client will see), else the length limit.
@@ -18,11 +31,7 @@ export function stopCause(
   const last = tokenIds.at(-1);
   if (last !== undefined && spec.stopTokenIds.includes(last)) return { kind: 'token', tokenId: last };
   if (last !== undefined && spec.eosIds.includes(last)) return { kind: 'eos', tokenId: last };
-  let best: { text: string; index: number } | null = null;
-  for (const s of spec.stopStrings) {
-    const i = text.indexOf(s);
-    if (i >= 0 && (best === null || i < best.index)) best = { text: s, index: i };
-  }
+  const best = firstStopString(text, spec.stopStrings);
   if (best) return { kind: 'string', ...best };
   void finishReason;
   return { kind: 'length' };

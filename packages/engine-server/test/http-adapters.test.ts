@@ -152,9 +152,12 @@ describe('the official openai client', () => {
       max_tokens: 4,
       stream: true,
     });
-    let n = 0;
-    for await (const chunk of stream) n += chunk.choices.length;
-    expect(n).toBe(1);
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(...chunk.choices);
+    // token by token, the last chunk naming the finish reason
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(chunks.slice(0, -1).every((c) => c.finish_reason === null)).toBe(true);
+    expect(chunks.at(-1)!.finish_reason).not.toBeNull();
   });
 
   it('ignores unknown fields as vLLM does, and gets a 400 for a wrongly typed known one', async () => {

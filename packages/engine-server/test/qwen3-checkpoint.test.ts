@@ -55,7 +55,7 @@ afterAll(async () => {
 describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', () => {
   it('renders the chat with the checkpoint template, tools and chat_template_kwargs', async () => {
     const messages = [{ role: 'user', content: 'What is 6*7?' }];
-    const tools = [{ type: 'function', function: { name: 'python', parameters: { type: 'object' } } }];
+    const tools = [{ type: 'function', function: { parameters: { type: 'object' }, name: 'python' } }];
     const res = await server.app.inject({
       method: 'POST',
       url: '/v1/chat/completions',
@@ -68,11 +68,18 @@ describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', 
       },
     });
     expect(res.statusCode).toBe(200);
+    // vLLM's normalisation: name, description, parameters, in that order; no description → null
+    const normalized = [
+      { type: 'function', function: { name: 'python', description: null, parameters: { type: 'object' } } },
+    ];
     const expected = renderChat(server.served.tokenizer, messages, {
       addGenerationPrompt: true,
-      tools,
+      tools: normalized,
       extra: { enable_thinking: false },
     });
+    expect(expected).toContain(
+      '{"type": "function", "function": {"name": "python", "description": null, "parameters": {"type": "object"}}}',
+    );
     expect(expected).toMatch(/# Tools[\s\S]*<\|im_start\|>assistant\n<think>\n\n<\/think>\n\n$/);
     expect(res.json().usage.prompt_tokens).toBe(server.served.tokenizer.encode(expected).length);
     const tok = await server.app.inject({ method: 'POST', url: '/tokenize', payload: { messages } });
@@ -99,7 +106,7 @@ describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', 
       payload: { prompt: [9707, 1879], max_tokens: 2000 },
     });
     expect(long.statusCode).toBe(400);
-    expect(long.json().message).toMatch(
+    expect(long.json().error.message).toMatch(
       /maximum context length is 1024 tokens\. However, you requested 2002 tokens/,
     );
     const oov = await server.app.inject({
@@ -108,7 +115,7 @@ describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', 
       payload: { input_ids: [200_000] },
     });
     expect(oov.statusCode).toBe(400);
-    expect(oov.json().message).toMatch(/token id 200000 is out of vocabulary \(vocab_size 151936\)/);
+    expect(oov.json().error.message).toMatch(/token id 200000 is out of vocabulary \(vocab_size 151936\)/);
   });
 
   it('bounds the logits buffer of prompt_logprobs with a 400 instead of allocating gigabytes', async () => {
@@ -118,7 +125,7 @@ describe('serving a checkpoint with its own Qwen3 tokenizer and chat template', 
       payload: { prompt: Array.from({ length: 1800 }, () => 9707), max_tokens: 0, prompt_logprobs: 0 },
     });
     expect(res.statusCode).toBe(400);
-    expect(res.json().message).toMatch(
+    expect(res.json().error.message).toMatch(
       /over 1800 tokens need 1\.0 GiB of logits here \(limit 1 GiB\); ask for logprobs=0/,
     );
   });

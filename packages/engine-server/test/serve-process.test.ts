@@ -171,12 +171,12 @@ describe('raw vLLM-shaped requests', () => {
     expect((await post('/v1/completions', { ...base, ...neutral })).status).toBe(200);
     const refused = await post('/v1/completions', { ...base, repetition_penalty: 1.1 });
     expect(refused.status).toBe(400);
-    expect(refused.body.message).toMatch(/repetition_penalty=1\.1 is not implemented .*send 1\.0/);
+    expect(refused.body.error.message).toMatch(/repetition_penalty=1\.1 is not implemented .*send 1\.0/);
     const min = await post('/v1/completions', { ...base, min_tokens: 3 });
-    expect(min.body.message).toMatch(/min_tokens=3/);
+    expect(min.body.error.message).toMatch(/min_tokens=3/);
     const unknown = await post('/v1/completions', { ...base, model: 'Qwen/Qwen3-0.6B' });
     expect(unknown.status).toBe(404);
-    expect(unknown.body.message).toMatch(/`Qwen\/Qwen3-0\.6B` does not exist/);
+    expect(unknown.body.error.message).toMatch(/`Qwen\/Qwen3-0\.6B` does not exist/);
   });
 });
 
@@ -276,7 +276,7 @@ describe('raw SGLang-shaped requests', () => {
       logprob_start_len: 3,
     });
     expect(past.status).toBe(400);
-    expect(past.body.message).toMatch(
+    expect(past.body.error.message).toMatch(
       /logprob_start_len=3 is higher than the number of input tokens len\(input_ids\)=3/,
     );
   });

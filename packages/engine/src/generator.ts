@@ -1,8 +1,10 @@
 import { type SamplingParams, type SamplingParamsInput, SamplingParamsSchema } from '@agentrl/protocol';
+import { restrictTokens } from './allowed-tokens.js';
 import { isDeviceBinding, sampleOnDevice } from './device.js';
 import { EngineError } from './errors.js';
 import type { Model } from './model.js';
 import type { CacheHandle } from './native.js';
+import { applyPenalties, hasPenalties, modelLogprob } from './penalties.js';
 import { createRng, requestSeed, type SampledToken, sampleToken } from './sampling.js';
 
 export interface GenerateRequest {
@@ -11,6 +13,18 @@ export interface GenerateRequest {
   /** The full sequence so far (prompt, earlier turns, appended tool responses). */
   tokenIds: readonly number[];
   params: SamplingParamsInput | SamplingParams;
+  /**
+   * Called with each new token as soon as it is sampled (after its logprob is final), before the
+   * next decode step: what a streaming server sends. Observes only; the draws are the same with or
+   * without it.
+   */
+  onToken?: (token: number, logprob: number) => void;
+  /**
+   * Constrained decoding: given the tokens generated so far, the set the next one must come from,
+   * or null for no constraint at this step. The draw is made over the allowed tokens only; the
+   * recorded logprob stays the model's (as with penalties).
+   */
+  allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
 }
 
 export interface GenerateResult {
@@ -64,9 +78,13 @@ interface CacheEntry {
 
 interface Active {
   index: number;
+  onToken: ((token: number, logprob: number) => void) | undefined;
+  allowedTokens: GenerateRequest['allowedTokens'];
   entry: CacheEntry;
   params: SamplingParams;
   random: () => number;
+  /** how often each token was generated so far (kept only under penalties) */
+  counts: Map<number, number>;
   out: GenerateResult;
   done: boolean;
 }
@@ -147,6 +165,11 @@ export class Generator {
       }
       if (req.tokenIds.length === 0)
         throw new EngineError('INVALID_REQUEST', `request ${req.cacheId} has no tokens`);
+      if (this.onDevice && (hasPenalties(params) || req.allowedTokens))
+        throw new EngineError(
+          'INVALID_REQUEST',
+          `presence / frequency penalties and constrained decoding run on the host; a ${m.device} model samples on the device: leave them out there`,
+        );
       for (const t of req.tokenIds) {
         if (!Number.isInteger(t) || t < 0 || t >= V)
           throw new EngineError('INVALID_REQUEST', `token id ${t} is outside [0, ${V})`);
@@ -154,9 +177,12 @@ export class Generator {
       const seed = params.seed ?? requestSeed(this.options.seed ?? 0, req.cacheId, req.tokenIds.length);
       return {
         index,
+        onToken: req.onToken,
+        allowedTokens: req.allowedTokens,
         entry: this.cacheFor(req.cacheId),
         params,
         random: createRng(seed),
+        counts: new Map(),
         out: { tokenIds: [], logprobs: [], finishReason: 'length' },
         // A sequence already at max_position_embeddings has no room: it ends at once, with 'length'.
         done: req.tokenIds.length >= m.shape.maxPositions,
@@ -188,6 +214,7 @@ export class Generator {
         const { token, logprob } = draws[r] as SampledToken;
         a.out.tokenIds.push(token);
         a.out.logprobs.push(logprob);
+        if (hasPenalties(a.params)) a.counts.set(token, (a.counts.get(token) ?? 0) + 1);
         sampled.push(a);
         if (this.finished(a, token)) {
           a.done = true;
@@ -197,6 +224,7 @@ export class Generator {
         next.push([token]);
       }
       this.rescore(sampled);
+      for (const a of sampled) a.onToken?.(a.out.tokenIds.at(-1) ?? 0, a.out.logprobs.at(-1) ?? 0);
       if (stepping.length === 0) break;
       // Let timers and I/O (tool calls of other trajectories, HTTP) run between decode steps.
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -219,7 +247,16 @@ export class Generator {
   private draw(rows: readonly Active[], logits: Float32Array | undefined): SampledToken[] {
     if (logits) {
       const V = this.model.shape.vocab;
-      return rows.map((a, r) => sampleToken(logits.subarray(r * V, (r + 1) * V), a.params, a.random));
+      return rows.map((a, r) => {
+        const row = logits.subarray(r * V, (r + 1) * V);
+        const allowed = a.allowedTokens?.(a.out.tokenIds) ?? null;
+        if (!hasPenalties(a.params) && !allowed) return sampleToken(row, a.params, a.random);
+        // Penalties and constraints move the draw only; the logprob is the model's (see modelLogprob).
+        let processed = hasPenalties(a.params) ? applyPenalties(row, a.counts, a.params) : row;
+        if (allowed) processed = restrictTokens(processed, allowed);
+        const { token } = sampleToken(processed, a.params, a.random);
+        return { token, logprob: modelLogprob(row, a.params.temperature, token) };
+      });
     }
     const { tokens, logprobs } = sampleOnDevice(
       this.model,

@@ -48,6 +48,35 @@ describe('KV-cache generation', () => {
     },
   );
 
+  it('onToken sees each token as it is sampled, in step order, and changes no draw', async () => {
+    const model = createModel(tinyConfig(), { seed: 2 });
+    const params = { temperature: 1, maxNewTokens: 10, seed: 9 };
+    const prompts = [
+      [1, 2, 3],
+      [4, 5],
+    ];
+    const plain = await createGenerator(model).generate(
+      prompts.map((tokenIds, i) => ({ cacheId: `p${i}`, tokenIds, params })),
+    );
+    const seen: Array<[number, number, number]> = [];
+    const streamed = await createGenerator(model).generate(
+      prompts.map((tokenIds, i) => ({
+        cacheId: `p${i}`,
+        tokenIds,
+        params,
+        onToken: (token: number, logprob: number) => seen.push([i, token, logprob]),
+      })),
+    );
+    expect(streamed).toEqual(plain);
+    // Interleaved step by step (request 0, 1, 0, 1, …): each token left before the next step ran.
+    expect(seen.slice(0, 4).map(([i]) => i)).toEqual([0, 1, 0, 1]);
+    for (const i of [0, 1]) {
+      const mine = seen.filter(([r]) => r === i);
+      expect(mine.map(([, t]) => t)).toEqual(plain[i]!.tokenIds);
+      expect(mine.map(([, , lp]) => lp)).toEqual(plain[i]!.logprobs);
+    }
+  });
+
   it('temperature scales the reported logprob (log-softmax of logits / T)', async () => {
     const model = createModel(tinyConfig(), { seed: 2 });
     const [o] = await createGenerator(model).generate([

@@ -16,6 +16,22 @@ export const SamplingParamsSchema = z
       .default([])
       .describe('strings that end the turn (kept in the output)'),
     seed: z.number().int().optional().describe('per-request seed for reproducible sampling'),
+    presencePenalty: z
+      .number()
+      .min(-2)
+      .max(2)
+      .optional()
+      .describe(
+        "OpenAI / vLLM presence penalty: each token already generated in this turn loses this much logit; the recorded logprob stays the model's (before penalties)",
+      ),
+    frequencyPenalty: z
+      .number()
+      .min(-2)
+      .max(2)
+      .optional()
+      .describe(
+        "OpenAI / vLLM frequency penalty: each token loses this much logit per time it was generated in this turn; the recorded logprob stays the model's (before penalties)",
+      ),
   })
   .describe('how to sample one turn');
 export type SamplingParams = z.infer<typeof SamplingParamsSchema>;

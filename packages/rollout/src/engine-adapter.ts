@@ -12,6 +12,13 @@ export interface GenerateRequest {
   params: SamplingParams;
   /** Cancels the request; the adapter then throws a RolloutError with code ABORTED. */
   signal?: AbortSignal;
+  /**
+   * Each new token as it is sampled, for streaming; adapters that can (the native one) call it
+   * before the result resolves, the others may not call it at all. It never changes what is sampled.
+   */
+  onToken?: (token: number, logprob: number) => void;
+  /** Constrained decoding (in-process engines only): the tokens allowed next, or null for any. */
+  allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
 }
 
 /** What the engine sampled for one turn: only the new tokens. */

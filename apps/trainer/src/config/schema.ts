@@ -213,6 +213,22 @@ export const RlConfigSchema = z
       .describe('loss aggregation'),
     temperature: z.number().positive().default(1).describe('sampling temperature of rollouts'),
     topP: z.number().gt(0).max(1).default(1).describe('nucleus sampling mass of rollouts'),
+    presencePenalty: z
+      .number()
+      .min(-2)
+      .max(2)
+      .default(0)
+      .describe(
+        "presence penalty of rollouts (vLLM's); recorded logprobs stay the model's, before penalties",
+      ),
+    frequencyPenalty: z
+      .number()
+      .min(-2)
+      .max(2)
+      .default(0)
+      .describe(
+        "frequency penalty of rollouts (vLLM's); recorded logprobs stay the model's, before penalties",
+      ),
     maxTurns: pos().default(5).describe('most assistant turns per trajectory'),
     maxTurnTokens: pos().default(96).describe('most new tokens per assistant turn'),
     toolResponseMaxChars: pos().default(200).describe('tool output kept (truncated in the middle)'),

@@ -28,6 +28,9 @@ export interface RolloutSettings {
   maxTurnTokens: number;
   temperature: number;
   topP: number;
+  /** presence / frequency penalties (0: none); the recorded logprobs are the model's, before them */
+  presencePenalty?: number;
+  frequencyPenalty?: number;
   /** Seed of this batch's sampling; trajectory k of prompt p gets a seed derived from it. */
   seed: number;
 }
@@ -56,6 +59,8 @@ export async function createRolloutFactory(opts: RolloutFactoryOptions) {
           sampling: {
             temperature: s.temperature,
             topP: s.topP,
+            ...(s.presencePenalty ? { presencePenalty: s.presencePenalty } : {}),
+            ...(s.frequencyPenalty ? { frequencyPenalty: s.frequencyPenalty } : {}),
             maxNewTokens: s.maxTurnTokens,
             seed: s.seed,
           },

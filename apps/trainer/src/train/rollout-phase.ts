@@ -37,6 +37,8 @@ export async function rolloutPhase(input: RolloutPhaseInput): Promise<Group[]> {
     maxTurnTokens: rl.maxTurnTokens,
     temperature: rl.temperature,
     topP: rl.topP,
+    presencePenalty: rl.presencePenalty,
+    frequencyPenalty: rl.frequencyPenalty,
     seed: hashSeed(cfg.seed, 'rollout', step) + start * perPrompt * 1_000_003,
   });
   const mine = await rollout.run(

@@ -8,7 +8,8 @@ import { type VllmChatRequest, VllmChatRequestSchema } from '../request-schemas.
 import { refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
 import type { Generation } from '../served-engine.js';
 import { stopCause, vllmFinish } from '../stop.js';
-import { sendEvents } from './sse.js';
+import { forcedTools, normalizeTools, toolCallConstraint } from '../tools.js';
+import { streamChat } from './chat-stream.js';
 
 /**
  * OpenAI messages as vLLM hands them to the chat template (`vllm/entrypoints/chat_utils.py`):
@@ -41,8 +42,8 @@ export function templateMessages(messages: VllmChatRequest['messages']): Templat
 }
 
 /** The prompt of a chat request: the checkpoint's chat template over its messages and tools, tokenized. */
-function chatPrompt(ctx: ServerContext, body: VllmChatRequest) {
-  const tools = body.tool_choice === 'none' ? [] : (body.tools ?? []);
+export function chatPrompt(ctx: ServerContext, body: VllmChatRequest) {
+  const tools = body.tool_choice === 'none' ? [] : normalizeTools(body.tools ?? []);
   const text = renderChat(ctx.tokenizer, templateMessages(body.messages), {
     addGenerationPrompt: body.add_generation_prompt ?? !body.continue_final_message,
     ...(tools.length > 0 ? { tools } : {}),
@@ -56,21 +57,25 @@ function chatPrompt(ctx: ServerContext, body: VllmChatRequest) {
       `the prompt has ${ids.length} tokens; this model's maximum context length is ${ctx.served.maxModelLen}`,
     );
   const maxTokens = Math.min(body.max_completion_tokens ?? body.max_tokens ?? room, room);
-  return { ids, tools, maxTokens };
+  const forced = forcedTools(body);
+  const constraint = forced.length > 0 ? toolCallConstraint(ctx, forced) : undefined;
+  return { ids, tools, maxTokens, constraint };
+}
+
+/** One token of the chat logprobs shape: its text, logprob, bytes and top alternatives. */
+export function chatLogprobEntry(ctx: ServerContext, t: number, lp: number, top: Array<[number, number]>) {
+  const entry = (v: number, l: number) => ({
+    token: ctx.codec.piece(v),
+    logprob: l,
+    bytes: [...Buffer.from(ctx.codec.piece(v))],
+  });
+  return { ...entry(t, lp), top_logprobs: top.map(([v, l]) => entry(v, l)) };
 }
 
 /** The chat shape of a generation's logprobs: each token with its logprob, bytes and top alternatives. */
 function chatLogprobs(ctx: ServerContext, gen: Generation) {
-  const entry = (t: number, lp: number) => ({
-    token: ctx.codec.piece(t),
-    logprob: lp,
-    bytes: [...Buffer.from(ctx.codec.piece(t))],
-  });
   return {
-    content: gen.tokenIds.map((t, i) => ({
-      ...entry(t, gen.logprobs[i]!),
-      top_logprobs: (gen.top?.[i]?.top ?? []).map(([v, lp]) => entry(v, lp)),
-    })),
+    content: gen.tokenIds.map((t, i) => chatLogprobEntry(ctx, t, gen.logprobs[i]!, gen.top?.[i]?.top ?? [])),
   };
 }
 
@@ -84,7 +89,7 @@ async function chatChoice(
 ) {
   const spec = vllmGenerationSpec(body, prompt.maxTokens, index, ctx.eosIds);
   const k = body.logprobs ? (body.top_logprobs ?? 0) : 0;
-  const gen = await ctx.served.generate(`${id}-${index}`, prompt.ids, spec, k);
+  const gen = await ctx.served.generate(`${id}-${index}`, prompt.ids, spec, k, undefined, prompt.constraint);
   const raw = ctx.codec.decode(gen.tokenIds, body.skip_special_tokens ?? true);
   const finish = vllmFinish(
     stopCause(gen.tokenIds, gen.finishReason, raw, spec),
@@ -95,10 +100,13 @@ async function chatChoice(
     prompt.tools.length > 0 ? parseHermesToolCalls(finish.text) : { content: finish.text, toolCalls: [] };
   return {
     index,
+    // Current vLLM names the reasoning field `reasoning` and keeps `reasoning_content` as its
+    // deprecated alias (vllm-project/vllm#27755); `tool_calls` is left out when there are none.
     message: {
       role: 'assistant',
       content: parsed.content,
-      tool_calls: parsed.toolCalls,
+      ...(parsed.toolCalls.length > 0 ? { tool_calls: parsed.toolCalls } : {}),
+      reasoning: null,
       reasoning_content: null,
     },
     logprobs: body.logprobs ? chatLogprobs(ctx, gen) : null,
@@ -108,8 +116,6 @@ async function chatChoice(
     completionTokens: gen.tokenIds.length,
   };
 }
-
-type ChatCompletion = Awaited<ReturnType<typeof chatCompletion>>;
 
 async function chatCompletion(ctx: ServerContext, body: VllmChatRequest) {
   const prompt = chatPrompt(ctx, body);
@@ -134,26 +140,6 @@ async function chatCompletion(ctx: ServerContext, body: VllmChatRequest) {
   };
 }
 
-/** A finished chat completion as `chat.completion.chunk` events, one per choice. */
-function chatChunks(response: ChatCompletion) {
-  return response.choices.map((c) => {
-    const delta = {
-      role: 'assistant',
-      content: c.message.content,
-      ...(c.message.tool_calls.length
-        ? { tool_calls: c.message.tool_calls.map((t, i) => ({ index: i, ...t })) }
-        : {}),
-    };
-    return {
-      id: response.id,
-      object: 'chat.completion.chunk',
-      created: response.created,
-      model: response.model,
-      choices: [{ index: c.index, delta, logprobs: c.logprobs, finish_reason: c.finish_reason }],
-    };
-  });
-}
-
 /**
  * `POST /v1/chat/completions` as `vllm/entrypoints/openai/serving_chat.py` answers it: the
  * checkpoint's own chat template (with `tools`, `add_generation_prompt`, `chat_template_kwargs`
@@ -166,7 +152,6 @@ export async function chatRoutes(app: FastifyInstance, ctx: ServerContext): Prom
     const body = VllmChatRequestSchema.parse(req.body);
     checkModel(ctx, body.model);
     refuseNonNeutral(body);
-    const response = await chatCompletion(ctx, body);
-    return body.stream ? sendEvents(reply, chatChunks(response)) : response;
+    return body.stream ? streamChat(ctx, body, reply) : chatCompletion(ctx, body);
   });
 }

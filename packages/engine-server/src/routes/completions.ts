@@ -6,7 +6,7 @@ import { type VllmCompletionRequest, VllmCompletionRequestSchema } from '../requ
 import { type GenerationSpec, refuseNonNeutral, vllmGenerationSpec } from '../sampling.js';
 import type { Generation, PositionLogprobs } from '../served-engine.js';
 import { stopCause, vllmFinish } from '../stop.js';
-import { sendEvents } from './sse.js';
+import { type EchoPart, streamCompletions } from './completions-stream.js';
 
 /** Token-id prompts of a completion request: a string, a list of strings, ids, or lists of ids. */
 export function promptIdLists(
@@ -86,6 +86,36 @@ function completionLogprobs(ctx: ServerContext, body: VllmCompletionRequest, gen
   };
 }
 
+/**
+ * The echoed prompt (`echo: true`). With `logprobs`, vLLM scores the prompt too
+ * (`serving_completion.py` `request_output_to_completion_response`: prompt logprobs, k = `logprobs`,
+ * joined before the output's, `initial_text_offset` 0): the first token's logprob and top entry
+ * are null (nothing precedes it), offsets count from the start of the prompt text.
+ */
+export function echoPart(ctx: ServerContext, body: VllmCompletionRequest, ids: number[]): EchoPart | null {
+  if (!body.echo) return null;
+  const text = ctx.codec.decode(ids, body.skip_special_tokens ?? true);
+  if (body.logprobs === undefined || body.logprobs === null) return { text, logprobs: null };
+  const name = (t: number) => (body.return_tokens_as_token_ids ? ctx.codec.asTokenId(t) : ctx.codec.piece(t));
+  const scored = ctx.served.positionLogprobs(ids, body.logprobs);
+  return {
+    text,
+    logprobs: {
+      tokens: ids.map(name),
+      token_logprobs: [null, ...scored.map((p) => p.logprob)],
+      top_logprobs: [
+        null,
+        ...scored.map((p) => {
+          const top: Record<string, number> = { [name(p.id)]: p.logprob };
+          for (const [v, lp] of p.top) top[name(v)] ??= lp;
+          return top;
+        }),
+      ],
+      text_offset: offsets(ids, ctx, 0),
+    },
+  };
+}
+
 /** One choice: the text stopped as vLLM stops it (after the echoed prompt, with `echo`). */
 function completionChoice(ctx: ServerContext, body: VllmCompletionRequest, run: Run) {
   const { gen, ids, spec, prompt, index } = run;
@@ -93,14 +123,24 @@ function completionChoice(ctx: ServerContext, body: VllmCompletionRequest, run: 
   const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);
   const cause = stopCause(gen.tokenIds, gen.finishReason, raw, spec);
   const finish = vllmFinish(cause, raw, body.include_stop_str_in_output ?? false);
-  const echo = body.echo ? ctx.codec.decode(ids, skipSpecial) : '';
+  const echo = echoPart(ctx, body, ids);
+  const echoText = echo?.text ?? '';
+  const generated =
+    body.logprobs === undefined || body.logprobs === null
+      ? null
+      : completionLogprobs(ctx, body, gen, echoText.length);
   return {
     index,
-    text: echo + finish.text,
+    text: echoText + finish.text,
     logprobs:
-      body.logprobs === undefined || body.logprobs === null
-        ? null
-        : completionLogprobs(ctx, body, gen, echo.length),
+      generated && echo?.logprobs
+        ? {
+            tokens: [...echo.logprobs.tokens, ...generated.tokens],
+            token_logprobs: [...echo.logprobs.token_logprobs, ...generated.token_logprobs],
+            top_logprobs: [...echo.logprobs.top_logprobs, ...generated.top_logprobs],
+            text_offset: [...echo.logprobs.text_offset, ...generated.text_offset],
+          }
+        : generated,
     finish_reason: finish.finish_reason,
     stop_reason: finish.stop_reason,
     prompt_logprobs: prompt,
@@ -111,8 +151,8 @@ function completionChoice(ctx: ServerContext, body: VllmCompletionRequest, run: 
 /**
  * `POST /v1/completions`, shaped as vLLM's `vllm/entrypoints/openai/serving_completion.py` answers:
  * token-id or text prompts, `n`, `logprobs=k` (the sampled token's logprob and the top k),
- * `echo`, `prompt_logprobs`, `return_token_ids`, stop strings and `stop_reason`, streaming as
- * server-sent events (one chunk per choice, then [DONE]).
+ * `echo` (with the prompt's logprobs), `prompt_logprobs`, `return_token_ids`, stop strings and
+ * `stop_reason`; `stream` sends tokens as they are sampled (completions-stream.ts).
  */
 export async function completionRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
   app.post('/v1/completions', async (req, reply) => {
@@ -121,8 +161,18 @@ export async function completionRoutes(app: FastifyInstance, ctx: ServerContext)
     refuseNonNeutral(body);
     const n = body.n ?? 1;
     const id = `cmpl-${randomUUID().replaceAll('-', '')}`;
+    const prompts = promptIdLists(ctx, body.prompt);
+    if (body.stream) {
+      // Refused before the 200 leaves: after it, an error can only be an event.
+      for (const ids of prompts) ctx.served.checkPrompt(ids, body.max_tokens ?? 16);
+      const runs = prompts.flatMap((ids, p) => {
+        const echo = echoPart(ctx, body, ids);
+        return Array.from({ length: n }, (_, j) => ({ ids, index: p * n + j, sample: j, echo }));
+      });
+      return streamCompletions(ctx, body, reply, id, runs);
+    }
     const done = await Promise.all(
-      promptIdLists(ctx, body.prompt).flatMap((ids, p) =>
+      prompts.flatMap((ids, p) =>
         Array.from({ length: n }, (_, j) => completionRun(ctx, body, id, ids, p, j)),
       ),
     );
@@ -141,11 +191,7 @@ export async function completionRoutes(app: FastifyInstance, ctx: ServerContext)
         total_tokens: promptTokens + completionTokens,
       },
     };
-    if (!body.stream) return response;
-    return sendEvents(
-      reply,
-      choices.map((c) => ({ ...response, choices: [c], usage: null })),
-    );
+    return response;
   });
 }
 

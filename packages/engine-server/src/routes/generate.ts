@@ -43,16 +43,29 @@ function items(ctx: ServerContext, body: SglangGenerateRequest): { items: Item[]
       );
     return value[i];
   };
+  const list = prompts.map((ids, i) => ({
+    ids,
+    sampling: pick(body.sampling_params, i, 'sampling_params') ?? {},
+    rid: pick(body.rid, i, 'rid') ?? randomUUID().replaceAll('-', ''),
+    returnLogprob: pick(body.return_logprob, i, 'return_logprob') ?? false,
+    logprobStartLen: pick(body.logprob_start_len, i, 'logprob_start_len') ?? -1,
+    topLogprobsNum: pick(body.top_logprobs_num, i, 'top_logprobs_num') ?? 0,
+  }));
+  // Parallel sampling (SGLang `io_struct.py` GenerateReqInput.normalize: `parallel_sample_num` =
+  // sampling_params.n; `tokenizer_manager.py` _handle_batch_request): each prompt runs n times,
+  // prompt-major, each copy under a fresh rid, and the answer is a list even for one prompt.
+  const n = list[0]?.sampling.n ?? 1;
+  if (list.some((it) => (it.sampling.n ?? 1) !== n))
+    throw new EngineServerError(
+      'INVALID_REQUEST',
+      'The parallel_sample_num should be the same for all samples in sample params (sampling_params.n differs between prompts)',
+    );
+  if (n === 1) return { batched, items: list };
   return {
-    batched,
-    items: prompts.map((ids, i) => ({
-      ids,
-      sampling: pick(body.sampling_params, i, 'sampling_params') ?? {},
-      rid: pick(body.rid, i, 'rid') ?? randomUUID().replaceAll('-', ''),
-      returnLogprob: pick(body.return_logprob, i, 'return_logprob') ?? false,
-      logprobStartLen: pick(body.logprob_start_len, i, 'logprob_start_len') ?? -1,
-      topLogprobsNum: pick(body.top_logprobs_num, i, 'top_logprobs_num') ?? 0,
-    })),
+    batched: true,
+    items: list.flatMap((it) =>
+      Array.from({ length: n }, (_, j) => ({ ...it, rid: j === 0 ? it.rid : `${it.rid}-${j}` })),
+    ),
   };
 }
 
@@ -69,6 +82,8 @@ function sglangSpec(ctx: ServerContext, sp: SglangSampling): GenerationSpec {
       stopTokenIds: sp.stop_token_ids,
       ignoreEos: sp.ignore_eos,
       seed: sp.sampling_seed,
+      presencePenalty: sp.presence_penalty,
+      frequencyPenalty: sp.frequency_penalty,
     },
     ctx.eosIds,
   );
@@ -133,18 +148,25 @@ async function generateOne(ctx: ServerContext, item: Item, withText: boolean) {
  * and `input_token_logprobs` as `[logprob, token_id, text|null]` (sglang-logprobs.ts),
  * `top_logprobs_num`, `logprob_start_len` (each also per prompt), `max_new_tokens: 0` to score a prompt,
  * `finish_reason` `{type: "stop", matched}` / `{type: "length", length}` / `{type: "abort"}`;
+ * `sampling_params.n` > 1 answers a list of n outputs per prompt (a seeded request repeats its
+ * seed in every copy, as SGLang's copies share their sampling params);
  * `stream` as server-sent events (one final, cumulative chunk per prompt, then `[DONE]`).
  */
 export async function generateRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
-  app.post('/generate', async (req, reply) => {
-    const body = SglangGenerateRequestSchema.parse(req.body);
-    const { items: list, batched } = items(ctx, body);
-    const withText = body.return_text_in_logprobs ?? false;
-    const out = await Promise.all(list.map((item) => generateOne(ctx, item, withText)));
-    if (!body.stream) return batched ? out : out[0];
-    return sendEvents(
-      reply,
-      out.map((o, index) => (batched ? { ...o, index } : o)),
-    );
+  // SGLang registers /generate for both POST and PUT.
+  app.route({
+    method: ['POST', 'PUT'],
+    url: '/generate',
+    handler: async (req, reply) => {
+      const body = SglangGenerateRequestSchema.parse(req.body);
+      const { items: list, batched } = items(ctx, body);
+      const withText = body.return_text_in_logprobs ?? false;
+      const out = await Promise.all(list.map((item) => generateOne(ctx, item, withText)));
+      if (!body.stream) return batched ? out : out[0];
+      return sendEvents(
+        reply,
+        out.map((o, index) => (batched ? { ...o, index } : o)),
+      );
+    },
   });
 }

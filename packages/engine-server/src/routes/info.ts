@@ -1,6 +1,57 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { SglangAbortRequestSchema } from '../request-schemas.js';
+import { generationSpec } from '../sampling.js';
+
+/**
+ * vLLM's `/health` and `/v1/models` (with its `permission` card, `vllm/entrypoints/openai/protocol.py`
+ * `ModelCard`), SGLang's `/health_generate` (200 only if one token can be generated now, else 503).
+ */
+function healthAndModels(app: FastifyInstance, ctx: ServerContext): void {
+  const { served } = ctx;
+  const permissionId = randomUUID().replaceAll('-', '');
+  app.get('/health', async (_req, reply) => reply.code(200).send());
+  app.get('/health_generate', async (_req, reply) => {
+    try {
+      const spec = generationSpec({ temperature: 0, maxNewTokens: 1 }, []);
+      await served.generate(`health-${randomUUID()}`, [ctx.eosIds[0] ?? 0], spec);
+    } catch {
+      return reply.code(503).send();
+    }
+    return reply.code(200).send();
+  });
+  app.get('/v1/models', async () => ({
+    object: 'list',
+    data: [
+      {
+        id: ctx.modelName,
+        object: 'model',
+        created: 0,
+        owned_by: 'agentrl',
+        root: served.modelPath,
+        parent: null,
+        max_model_len: served.maxModelLen,
+        permission: [
+          {
+            id: `modelperm-${permissionId}`,
+            object: 'model_permission',
+            created: 0,
+            allow_create_engine: false,
+            allow_sampling: true,
+            allow_logprobs: true,
+            allow_search_indices: false,
+            allow_view: true,
+            allow_fine_tuning: false,
+            organization: '*',
+            group: null,
+            is_blocking: false,
+          },
+        ],
+      },
+    ],
+  }));
+}
 
 /**
  * Health, model listing, load and cache control: vLLM's `/health`, `/v1/models` (the served model
@@ -13,21 +64,7 @@ export async function infoRoutes(
   kvCapacityTokens: number,
 ): Promise<void> {
   const { served } = ctx;
-  app.get('/health', async (_req, reply) => reply.code(200).send());
-  app.get('/v1/models', async () => ({
-    object: 'list',
-    data: [
-      {
-        id: ctx.modelName,
-        object: 'model',
-        created: 0,
-        owned_by: 'agentrl',
-        root: served.modelPath,
-        parent: null,
-        max_model_len: served.maxModelLen,
-      },
-    ],
-  }));
+  healthAndModels(app, ctx);
   const serverInfo = async () => ({
     model_path: served.modelPath,
     served_model_name: ctx.modelName,

@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
+import { now, type ServerContext } from '../context.js';
+import { parseHermesToolCalls } from '../hermes.js';
+import type { VllmChatRequest } from '../request-schemas.js';
+import { vllmGenerationSpec } from '../sampling.js';
+import { stopCause, vllmFinish } from '../stop.js';
+import { createTextStream } from '../text-stream.js';
+import { chatLogprobEntry, chatPrompt } from './chat.js';
+import { openEvents } from './sse.js';
+import { streamError, streamUsage } from './stream-common.js';
+
+type Prompt = ReturnType<typeof chatPrompt>;
+
+/**
+ * One streamed choice, after vLLM's `chat_completion_stream_generator` (`serving_chat.py`): a first
+ * delta `{role: "assistant", content: ""}`, then a content delta per sampled token as the engine
+ * samples it (with its logprob under `logprobs`), then a last chunk with the rest of the content,
+ * the tool calls and the finish reason. With tools, text from `<tool_call>` on is held back and the
+ * Hermes parser's calls leave in the last chunk, each whole (`{index, id, type, function: {name,
+ * arguments}}`), which clients that accumulate deltas (the openai client does) read as vLLM's
+ * name-then-argument pieces. Top-k alternatives (`top_logprobs` > 0) need one forward after the
+ * generation, so those chunks leave once it has finished.
+ */
+async function streamChoice(
+  ctx: ServerContext,
+  body: VllmChatRequest,
+  prompt: Prompt,
+  send: (choice: Record<string, unknown>) => void,
+  rid: string,
+  index: number,
+): Promise<number> {
+  const spec = vllmGenerationSpec(body, prompt.maxTokens, index, ctx.eosIds);
+  const skipSpecial = body.skip_special_tokens ?? true;
+  const includeStop = body.include_stop_str_in_output ?? false;
+  const tools = prompt.tools.length > 0;
+  const text = createTextStream(ctx.codec, {
+    skipSpecial,
+    stopStrings: spec.stopStrings,
+    includeStopStr: includeStop,
+    ...(tools ? { holdFrom: '<tool_call>' } : {}),
+  });
+  send({ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null });
+  const onToken = (token: number, logprob: number, top: Array<[number, number]> = []) => {
+    const delta = text.push(token);
+    if (!delta && !body.logprobs) return;
+    send({
+      index,
+      delta: delta ? { content: delta } : {},
+      logprobs: body.logprobs ? { content: [chatLogprobEntry(ctx, token, logprob, top)] } : null,
+      finish_reason: null,
+    });
+  };
+  const k = body.logprobs ? (body.top_logprobs ?? 0) : 0;
+  const gen = await ctx.served.generate(
+    rid,
+    prompt.ids,
+    spec,
+    k,
+    k > 0 ? undefined : onToken,
+    prompt.constraint,
+  );
+  if (k > 0)
+    for (const [i, t] of gen.tokenIds.entries()) onToken(t, gen.logprobs[i]!, gen.top?.[i]?.top ?? []);
+  const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);
+  const finish = vllmFinish(stopCause(gen.tokenIds, gen.finishReason, raw, spec), raw, includeStop);
+  const parsed = tools ? parseHermesToolCalls(finish.text) : { content: finish.text, toolCalls: [] };
+  const rest = text.finish(parsed.content ?? '');
+  send({
+    index,
+    delta: {
+      ...(rest ? { content: rest } : {}),
+      ...(parsed.toolCalls.length > 0
+        ? { tool_calls: parsed.toolCalls.map((c, i) => ({ index: i, ...c })) }
+        : {}),
+    },
+    logprobs: null,
+    finish_reason: parsed.toolCalls.length > 0 ? 'tool_calls' : finish.finish_reason,
+    stop_reason: finish.stop_reason,
+  });
+  return gen.tokenIds.length;
+}
+
+/**
+ * `POST /v1/chat/completions` with `stream: true`: the `n` choices stream at once, chunks
+ * interleaved by `index`; `stream_options.include_usage` ends the stream with a chunk holding
+ * `choices: []` and the usage, then `[DONE]`. A client that goes away aborts its requests still waiting for a batch (a
+ * running decode run finishes: the native adapter cannot stop one mid-way).
+ */
+export async function streamChat(
+  ctx: ServerContext,
+  body: VllmChatRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const prompt = chatPrompt(ctx, body);
+  ctx.served.checkPrompt(prompt.ids, prompt.maxTokens);
+  const id = `chatcmpl-${randomUUID().replaceAll('-', '')}`;
+  const events = openEvents(reply);
+  const base = { id, object: 'chat.completion.chunk', created: now(), model: ctx.modelName };
+  const rids = Array.from({ length: body.n ?? 1 }, (_, i) => `${id}-${i}`);
+  events.onClose(() => {
+    for (const rid of rids) ctx.served.abort(rid);
+  });
+  const send = (choice: Record<string, unknown>) => events.send({ ...base, choices: [choice] });
+  try {
+    const counts = await Promise.all(rids.map((rid, i) => streamChoice(ctx, body, prompt, send, rid, i)));
+    if (body.stream_options?.include_usage) events.send(streamUsage(base, prompt.ids.length, counts));
+  } catch (err) {
+    events.send(streamError(err));
+  }
+  events.end();
+  return reply;
+}
