@@ -154,7 +154,9 @@ function nativeLoadMessage(failures: string[]): string {
     `  - build it from source: \`${nativeBuildCommand()}\` (needs cmake >= 3.18, a C++17 compiler and the cmake-js npm package: \`apt-get install cmake g++\` and \`npm install cmake-js\`; the script says what is missing)`,
     '  - point AGENTRL_NATIVE_PATH at a built agentrl.node',
     // The prebuilt addon links the system's OpenMP runtime, which slim images leave out.
-    ...(failures.some((f) => f.includes('libgomp')) ? ['  - install OpenMP: `apt-get install libgomp1`'] : []),
+    ...(failures.some((f) => f.includes('libgomp'))
+      ? ['  - install OpenMP: `apt-get install libgomp1`']
+      : []),
   ].join('\n');
 }
 
