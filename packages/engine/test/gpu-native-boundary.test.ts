@@ -1,20 +1,11 @@
-import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { listBackends } from '@agentrl/native';
 import { describe, expect, it } from 'vitest';
+import { runBoundaryCase } from './boundary-case.js';
 
 const child = fileURLToPath(new URL('./fixtures/gpu-boundary-child.mjs', import.meta.url));
 
-/** Runs one case of the child script in its own process: a crash fails the case, not the runner. */
-function run(...argv: string[]): { threw: boolean; code?: string; message?: string; isError?: boolean } {
-  const r = spawnSync(process.execPath, [child, ...argv], { encoding: 'utf8', timeout: 60_000 });
-  if (r.status !== 0) {
-    throw new Error(
-      `case "${argv[0]}" killed its process (status ${r.status}, signal ${r.signal}): ${r.stderr.slice(-500)}`,
-    );
-  }
-  return JSON.parse(r.stdout.trim().split('\n').pop() as string);
-}
+const run = (...argv: string[]) => runBoundaryCase(child, ...argv);
 
 const cases = run('list') as unknown as string[];
 
