@@ -35,13 +35,12 @@ describe('renderChat', () => {
 
   it('fails with PROTOCOL_CHAT_TEMPLATE and the reason', () => {
     expect(() => selectChatTemplate({}, false)).toThrow(/no chat template; add chat_template/);
-    const err = (() => {
-      try {
-        renderChat({ chatTemplate: '{% for %}' }, messages);
-      } catch (e) {
-        return e;
-      }
-    })();
+    let err: unknown;
+    try {
+      renderChat({ chatTemplate: '{% for %}' }, messages);
+    } catch (e) {
+      err = e;
+    }
     expect(err).toBeInstanceOf(ProtocolError);
     expect((err as ProtocolError).code).toBe('PROTOCOL_CHAT_TEMPLATE');
     expect((err as Error).message).toMatch(/does not parse/);
