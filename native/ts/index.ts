@@ -72,7 +72,7 @@ function operationsOf(b: RawBackendInfo, cpuDetail: string): Record<NativeOperat
     } else if (missing.length > 0) {
       out[op] = {
         runnable: false,
-        detail: `agentrl_${b.name}.so has no ${missing.join(', ')}: rebuild it (pnpm --filter @agentrl/native build)`,
+        detail: `agentrl_${b.name}.so has no ${missing.join(', ')}: rebuild it (${nativeBuildCommand()})`,
       };
     } else {
       out[op] = { runnable: b.runnable, detail: b.detail };
@@ -92,9 +92,32 @@ const packageRoot = resolve(here, '..');
 const require = createRequire(import.meta.url);
 let cached: NativeAddon | undefined;
 
+/** The prebuilt addon's folder for this platform, as `scripts/prebuild.mjs` names it at pack time. */
+export const PREBUILD_TARGET = `${process.platform}-${process.arch}`;
+
 /**
- * Loads the addon once: `AGENTRL_NATIVE_PATH` when set, then `build/Release/agentrl.node`, then
- * `build/Debug/agentrl.node`. On failure throws one error that lists what was tried and how to fix it.
+ * The command that builds the addon from source, here: the package's own build script by absolute
+ * path, so it works the same in a consumer's node_modules and in the agentrl workspace.
+ */
+export function nativeBuildCommand(): string {
+  return `node ${resolve(packageRoot, 'scripts/build.mjs')}`;
+}
+
+/** The candidates loadNative tries, in order: explicit path, a source build, the prebuilt addon. */
+export function nativeCandidates(): string[] {
+  return [
+    process.env.AGENTRL_NATIVE_PATH,
+    resolve(packageRoot, 'build/Release/agentrl.node'),
+    resolve(packageRoot, 'build/Debug/agentrl.node'),
+    resolve(packageRoot, 'prebuilds', PREBUILD_TARGET, 'agentrl.node'),
+  ].filter((p): p is string => typeof p === 'string' && p.length > 0);
+}
+
+/**
+ * Loads the addon once: `AGENTRL_NATIVE_PATH` when set, then a source build (`build/Release`, then
+ * `build/Debug`), then the addon prebuilt for this platform that the npm package carries
+ * (`prebuilds/<platform>-<arch>/`, linux-x64 today). On failure throws one error that lists what was
+ * tried and how to fix it.
  */
 export function loadNative(): NativeAddon {
   if (cached) return cached;
@@ -102,13 +125,8 @@ export function loadNative(): NativeAddon {
   // from the rollout's Python workers) on a shared or oversubscribed machine; sleeping workers cost
   // microseconds per region instead. libgomp reads this once, when the addon is first loaded.
   process.env.OMP_WAIT_POLICY ??= 'PASSIVE';
-  const candidates = [
-    process.env.AGENTRL_NATIVE_PATH,
-    resolve(packageRoot, 'build/Release/agentrl.node'),
-    resolve(packageRoot, 'build/Debug/agentrl.node'),
-  ].filter((p): p is string => typeof p === 'string' && p.length > 0);
   const failures: string[] = [];
-  for (const path of candidates) {
+  for (const path of nativeCandidates()) {
     if (!existsSync(path)) {
       failures.push(`${path}: not found`);
       continue;
@@ -122,16 +140,24 @@ export function loadNative(): NativeAddon {
       failures.push(`${path}: ${(err as Error).message}`);
     }
   }
-  throw new NativeLoadError(
-    [
-      'agentrl: the native addon could not be loaded. Tried:',
-      ...failures.map((f) => `  - ${f}`),
-      'Fix one of:',
-      '  - build it: `pnpm --filter @agentrl/native build` (needs cmake >= 3.18 and a C++17 compiler: apt-get install cmake g++)',
-      '  - point AGENTRL_NATIVE_PATH at a built agentrl.node',
-      '  - after a Node upgrade, rebuild: `rm -rf native/build && pnpm --filter @agentrl/native build`',
-    ].join('\n'),
-  );
+  throw new NativeLoadError(nativeLoadMessage(failures));
+}
+
+function nativeLoadMessage(failures: string[]): string {
+  const prebuilt = existsSync(resolve(packageRoot, 'prebuilds', PREBUILD_TARGET));
+  return [
+    'agentrl: the native addon could not be loaded. Tried:',
+    ...failures.map((f) => `  - ${f}`),
+    prebuilt
+      ? `The prebuilt addon for ${PREBUILD_TARGET} is there but did not load (the reason is above). Fix one of:`
+      : `This package carries no prebuilt addon for ${PREBUILD_TARGET} (prebuilt: linux-x64). Fix one of:`,
+    `  - build it from source: \`${nativeBuildCommand()}\` (needs cmake >= 3.18, a C++17 compiler and the cmake-js npm package: \`apt-get install cmake g++\` and \`npm install cmake-js\`; the script says what is missing)`,
+    '  - point AGENTRL_NATIVE_PATH at a built agentrl.node',
+    // The prebuilt addon links the system's OpenMP runtime, which slim images leave out.
+    ...(failures.some((f) => f.includes('libgomp'))
+      ? ['  - install OpenMP: `apt-get install libgomp1`']
+      : []),
+  ].join('\n');
 }
 
 let backendsCache: RawBackendInfo[] | undefined;
@@ -185,7 +211,7 @@ function cpuKernelsBinding(): CpuKernelsBinding {
   const binding = loadNative().cpuKernels as CpuKernelsBinding | undefined;
   if (!binding) {
     throw new NativeLoadError(
-      'agentrl: this addon predates CPU kernel dispatch (it has no cpuKernels); rebuild it: `pnpm --filter @agentrl/native build`',
+      `agentrl: this addon predates CPU kernel dispatch (it has no cpuKernels); rebuild it: \`${nativeBuildCommand()}\``,
     );
   }
   return binding;

@@ -1,77 +1,30 @@
-// The README's library example, run for real: a model saved and loaded as an HF checkpoint, the
-// native engine behind the KV-aware scheduler, the embedded sandboxed executor, the verifier, RoC and
-// advantages. Keep the two in step: a change that breaks this test makes the README wrong.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// The README's library example, run as written against the workspace's packages (the consumer test,
+// consumer-install.test.ts, runs it again from the packed tarballs): a trained tiny checkpoint, the
+// native engine behind the KV-aware scheduler, the embedded sandboxed executor, the verifier, one
+// RoC decision and its advantages. It must exit by itself: it closes what it opens.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createCharTokenizer, createGenerator, createModel, loadModel, saveModel } from '@agentrl/engine';
-import { createNativeAdapter } from '@agentrl/engine-adapters';
-import { createExecutor } from '@agentrl/executor';
-import { computeGroupAdvantages, resampleOnCorrect } from '@agentrl/grpo';
-import { verify } from '@agentrl/math-verify';
-import { createPythonTool, createRollout, createToolRegistry } from '@agentrl/rollout';
-import { createEngineScheduler } from '@agentrl/scheduler';
 import { afterAll, expect, it } from 'vitest';
+import { parseExampleOutput, readmeLibraryExample, TINY_RUN_FIXTURE } from './readme-example.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'agentrl-example-'));
+// Inside test/, so that the example's bare imports resolve to this package's workspace dependencies.
+const dir = mkdtempSync(join(import.meta.dirname, '..', 'node_modules', '.readme-example-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-it('runs the README library example end to end', async () => {
-  const tokenizer = createCharTokenizer();
-  const init = createModel(
-    {
-      architectures: ['Qwen3ForCausalLM'],
-      vocab_size: tokenizer.vocabSize,
-      hidden_size: 32,
-      intermediate_size: 64,
-      num_hidden_layers: 1,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      head_dim: 8,
-      max_position_embeddings: 512,
-      tie_word_embeddings: true,
-    },
-    { seed: 1 },
-  );
-  await saveModel(init, dir);
-
-  // ---- the README example, from here ----
-  const model = await loadModel(dir);
-  const engine = createNativeAdapter({
-    generator: createGenerator(model, { decode: (ids) => tokenizer.decode(ids) }),
-    kvCapacityTokens: 1 << 16,
-  });
-  const executor = await createExecutor({ mode: 'embedded' });
-  try {
-    const rollout = createRollout({
-      scheduler: await createEngineScheduler([engine]),
-      tokenizer,
-      tools: createToolRegistry([createPythonTool(executor)]),
-      config: { maxTurns: 5, maxResponseTokens: 64, sampling: { temperature: 1, maxNewTokens: 32 } },
-    });
-    const groups = await rollout.run(
-      [{ promptId: 'p1', messages: [{ role: 'user', content: 'What is 347 * 582?' }] }],
-      16,
-    );
-    for (const t of groups[0]!.trajectories)
-      t.reward = verify('201954', t.turns.at(-1)?.text ?? '').correct ? 1 : 0;
-    const { groups: kept, metrics } = resampleOnCorrect(groups, { groupSize: 16, n: 8 });
-    const advantages = computeGroupAdvantages(kept);
-    // ---- to here ----
-
-    expect(groups[0]!.trajectories).toHaveLength(16);
-    for (const t of groups[0]!.trajectories) {
-      expect(t.tokenIds).toHaveLength(t.lossMask.length);
-      expect(t.lossMask.slice(0, t.promptLength).every((m) => m === 0)).toBe(true);
-    }
-    // A random model never answers right: every reward is 0, so RoC drops the group (equal rewards
-    // carry no signal; reject_equal_reward is on by default) and there is nothing to advantage.
-    expect(groups[0]!.trajectories.every((t) => t.reward === 0)).toBe(true);
-    expect(metrics.groupsIn).toBe(1);
-    expect(metrics.trajectoriesKept).toBe(0);
-    expect(kept).toEqual([]);
-    expect(advantages).toEqual([]);
-  } finally {
-    await executor.close();
-  }
-}, 120_000);
+it('runs the README library example: 16 samples of a trained policy, RoC keeps 8, non-zero advantages', () => {
+  const file = join(dir, 'example.mjs');
+  writeFileSync(file, readmeLibraryExample());
+  const r = spawnSync(process.execPath, [file, TINY_RUN_FIXTURE], { encoding: 'utf8', timeout: 120_000 });
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0); // exited by itself, before the timeout
+  const out = parseExampleOutput(r.stdout);
+  expect(out.rewards).toHaveLength(16);
+  // The trained policy solves some of the 16, not all: a group with a signal.
+  expect(out.rewards.filter((x) => x === 1).length).toBeGreaterThan(0);
+  expect(out.rewards.filter((x) => x === 0).length).toBeGreaterThan(0);
+  expect(out.roc).toMatch(/^RoC kept \d+ of \d+ correct, \d+ of \d+ wrong$/);
+  expect(out.advantages).toHaveLength(8);
+  expect(out.advantages.some((a) => a > 0) && out.advantages.some((a) => a < 0)).toBe(true);
+  expect(Math.abs(out.advantages.reduce((a, b) => a + b, 0))).toBeLessThan(0.05);
+}, 150_000);

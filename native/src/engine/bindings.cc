@@ -16,7 +16,7 @@
 #include <unordered_set>
 
 #include "engine/model.h"
-#include "napi_args.h"
+#include "engine/engine_args.h"
 #include "registry.h"
 
 #if defined(AGENTRL_HAVE_OPENMP)
@@ -36,40 +36,14 @@ struct CacheHandle {
   std::unique_ptr<KvCache> cache;
 };
 
-// A bad argument from JS: becomes a JS error with code ENGINE_INVALID_ARGUMENT.
-struct BadArgument : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
-};
-
 // Type tags tell a model handle from a cache handle (both Externals) and from any other External.
 constexpr napi_type_tag kModelTag = {0x6167656e74726c4dULL, 0x8d1c2f3a5b6e7d01ULL};
 constexpr napi_type_tag kCacheTag = {0x6167656e74726c43ULL, 0x3b9e44c1a07f5d02ULL};
 
-template <typename T>
-T& Handle(const Napi::Value& v, const napi_type_tag& tag, const char* what) {
-  if (!v.IsExternal()) throw BadArgument(std::string("expected ") + what + ", got a non-handle value");
-  bool ok = false;
-  if (napi_check_object_type_tag(v.Env(), v, &tag, &ok) != napi_ok || !ok) {
-    throw BadArgument(std::string("expected ") + what + ", got another kind of handle");
-  }
-  return *v.As<Napi::External<T>>().Data();
+ModelPtr& GetModel(const Napi::Value& v) { return Handle<BadArgument, ModelPtr>(v, kModelTag, "a model handle"); }
+CacheHandle& GetCache(const Napi::Value& v) {
+  return Handle<BadArgument, CacheHandle>(v, kCacheTag, "a KV cache handle");
 }
-
-ModelPtr& GetModel(const Napi::Value& v) { return Handle<ModelPtr>(v, kModelTag, "a model handle"); }
-CacheHandle& GetCache(const Napi::Value& v) { return Handle<CacheHandle>(v, kCacheTag, "a KV cache handle"); }
-
-template <typename T>
-Napi::TypedArrayOf<T> Typed(const Napi::Value& v, const char* what, int64_t length = -1) {
-  return args::Typed<BadArgument, T>(v, what, length);
-}
-
-double Number(const Napi::Value& v, const char* what) { return args::Finite<BadArgument>(v, what); }
-
-int64_t Integer(const Napi::Value& v, const char* what, int64_t lo, int64_t hi) {
-  return args::IntegerIn<BadArgument>(v, what, lo, hi);
-}
-
-constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
 // Wraps model-owned memory in an ArrayBuffer that keeps the model alive while JS holds a view.
 Napi::ArrayBuffer View(Napi::Env env, const ModelPtr& model, float* data, size_t floats) {
@@ -80,29 +54,8 @@ Napi::ArrayBuffer View(Napi::Env env, const ModelPtr& model, float* data, size_t
 
 Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsObject()) throw BadArgument("createModel needs a config object");
+  ModelConfig c = ConfigFromJs(info[0]);
   Napi::Object o = info[0].As<Napi::Object>();
-  auto dim = [&](const char* key) { return static_cast<int>(Integer(o.Get(key), key, 1, kIntMax)); };
-  ModelConfig c;
-  c.vocab = dim("vocab");
-  c.hidden = dim("hidden");
-  c.intermediate = dim("intermediate");
-  c.layers = dim("layers");
-  c.heads = dim("heads");
-  c.kv_heads = dim("kvHeads");
-  c.head_dim = dim("headDim");
-  c.eps = static_cast<float>(Number(o.Get("eps"), "eps"));
-  c.rope_theta = static_cast<float>(Number(o.Get("ropeTheta"), "ropeTheta"));
-  if (!(c.eps > 0) || !(c.rope_theta > 0)) throw BadArgument("eps and ropeTheta must be > 0");
-  if (c.head_dim % 2 != 0) throw BadArgument("headDim must be even");
-  if (c.heads % c.kv_heads != 0) throw BadArgument("heads must be a multiple of kvHeads");
-  if (static_cast<int64_t>(c.heads) * c.head_dim > kIntMax || static_cast<int64_t>(c.vocab) * c.hidden > (1LL << 40)) {
-    throw BadArgument("heads x headDim or vocab x hidden is too large");
-  }
-  c.qk_norm = o.Get("qkNorm").ToBoolean();
-  c.qkv_bias = o.Get("qkvBias").ToBoolean();
-  c.o_bias = o.Get("oBias").ToBoolean();
-  c.tied = o.Get("tied").ToBoolean();
   const Napi::Value training = o.Get("training");
   auto model = std::make_shared<Model>(c, training.IsUndefined() ? true : training.ToBoolean().Value());
   Napi::Array tensors = Napi::Array::New(env, model->tensors().size());
@@ -174,16 +127,6 @@ Napi::Value InitParams(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// tokens in [0, vocab) with a message naming the first bad one.
-void CheckTokens(const int32_t* t, size_t n, int vocab, const char* what) {
-  for (size_t i = 0; i < n; ++i) {
-    if (t[i] < 0 || t[i] >= vocab) {
-      throw BadArgument(std::string(what) + "[" + std::to_string(i) + "] is " + std::to_string(t[i]) +
-                        ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
-    }
-  }
-}
-
 Napi::Value Forward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ModelPtr& m = GetModel(info[0]);
@@ -191,14 +134,9 @@ Napi::Value Forward(const Napi::CallbackInfo& info) {
   auto cu_array = Typed<int32_t>(info[2], "cuSeqlens");
   const int32_t* cu = cu_array.Data();
   const bool recompute = info[3].ToBoolean();
+  CheckPackedBatch(tokens, cu_array);
   const size_t total = tokens.ElementLength();
-  if (total < 1 || total > static_cast<size_t>(kIntMax)) throw BadArgument("tokenIds must hold 1 to 2^31-1 tokens");
   const size_t ncu = cu_array.ElementLength();
-  if (ncu < 2 || cu[0] != 0 || cu[ncu - 1] != static_cast<int32_t>(total)) {
-    throw BadArgument("cuSeqlens must hold at least [0, T] and start at 0 and end at T = " + std::to_string(total));
-  }
-  for (size_t i = 1; i < ncu; ++i)
-    if (cu[i] < cu[i - 1]) throw BadArgument("cuSeqlens must be non-decreasing (index " + std::to_string(i) + ")");
   CheckTokens(tokens.Data(), total, m->config().vocab, "tokenIds");
   const float* hidden = m->Forward(tokens.Data(), cu, static_cast<int>(ncu) - 1, static_cast<int>(total), recompute);
   const size_t n = total * m->config().hidden;
@@ -283,14 +221,8 @@ Napi::Value GradNormSquared(const Napi::CallbackInfo& info) {
 Napi::Value AdamW(const Napi::CallbackInfo& info) {
   ModelPtr& m = GetModel(info[0]);
   RequireTraining(*m, "adamw");
-  const double lr = Number(info[1], "lr"), b1 = Number(info[2], "beta1"), b2 = Number(info[3], "beta2");
-  const double eps = Number(info[4], "eps"), wd = Number(info[5], "weightDecay");
-  const int64_t step = Integer(info[6], "step", 1, (1LL << 53));
-  const double scale = Number(info[7], "gradScale");
-  if (lr < 0 || wd < 0 || !(eps > 0)) throw BadArgument("lr and weightDecay must be >= 0 and eps > 0");
-  if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) throw BadArgument("beta1 and beta2 must be in [0, 1)");
-  m->AdamW(static_cast<float>(lr), static_cast<float>(b1), static_cast<float>(b2), static_cast<float>(eps),
-           static_cast<float>(wd), step, static_cast<float>(scale));
+  const AdamWArgs a = AdamWFromJs(info);
+  m->AdamW(a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.step, a.grad_scale);
   return info.Env().Undefined();
 }
 
@@ -415,52 +347,27 @@ Napi::Value SetThreads(const Napi::CallbackInfo& info) {
 #endif
 }
 
-Napi::Error WithCode(Napi::Env env, const std::string& message, const char* code) {
-  Napi::Error e = Napi::Error::New(env, "engine: " + message);
-  e.Set("code", Napi::String::New(env, code));
-  return e;
-}
-
-// Wraps an entry point so every failure surfaces as a JS error with a code.
-template <Napi::Value (*F)(const Napi::CallbackInfo&)>
-Napi::Value Guard(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  try {
-    return F(info);
-  } catch (const Napi::Error& e) {
-    Napi::Error out = e;
-    if (!out.Value().Has("code")) out.Set("code", Napi::String::New(env, "ENGINE_INVALID_ARGUMENT"));
-    throw out;
-  } catch (const std::invalid_argument& e) {
-    throw WithCode(env, e.what(), "ENGINE_INVALID_ARGUMENT");
-  } catch (const std::bad_alloc&) {
-    throw WithCode(env, "out of memory", "ENGINE_NATIVE_FAILURE");
-  } catch (const std::exception& e) {
-    throw WithCode(env, e.what(), "ENGINE_NATIVE_FAILURE");
-  }
-}
-
 void InitEngine(Napi::Env env, Napi::Object exports) {
-  exports.Set("createModel", Napi::Function::New(env, Guard<CreateModel>, "createModel"));
-  exports.Set("buffers", Napi::Function::New(env, Guard<Buffers>, "buffers"));
-  exports.Set("enableTraining", Napi::Function::New(env, Guard<EnableTraining>, "enableTraining"));
-  exports.Set("optimizerBuffers", Napi::Function::New(env, Guard<OptimizerBuffers>, "optimizerBuffers"));
-  exports.Set("memoryBytes", Napi::Function::New(env, Guard<MemoryBytes>, "memoryBytes"));
-  exports.Set("initParams", Napi::Function::New(env, Guard<InitParams>, "initParams"));
-  exports.Set("forward", Napi::Function::New(env, Guard<Forward>, "forward"));
-  exports.Set("backward", Napi::Function::New(env, Guard<Backward>, "backward"));
-  exports.Set("crossEntropy", Napi::Function::New(env, Guard<CrossEntropy>, "crossEntropy"));
-  exports.Set("logits", Napi::Function::New(env, Guard<Logits>, "logits"));
-  exports.Set("zeroGrad", Napi::Function::New(env, Guard<ZeroGrad>, "zeroGrad"));
-  exports.Set("gradNormSquared", Napi::Function::New(env, Guard<GradNormSquared>, "gradNormSquared"));
-  exports.Set("adamw", Napi::Function::New(env, Guard<AdamW>, "adamw"));
-  exports.Set("createCache", Napi::Function::New(env, Guard<CreateCache>, "createCache"));
-  exports.Set("cacheLength", Napi::Function::New(env, Guard<CacheLength>, "cacheLength"));
-  exports.Set("cacheTruncate", Napi::Function::New(env, Guard<CacheTruncate>, "cacheTruncate"));
-  exports.Set("extend", Napi::Function::New(env, Guard<Extend>, "extend"));
-  exports.Set("extendInvariant", Napi::Function::New(env, Guard<ExtendInvariant>, "extendInvariant"));
-  exports.Set("packForDecode", Napi::Function::New(env, Guard<PackForDecode>, "packForDecode"));
-  exports.Set("setThreads", Napi::Function::New(env, Guard<SetThreads>, "setThreads"));
+  exports.Set("createModel", Napi::Function::New(env, Guard<kEngineCodes, CreateModel>, "createModel"));
+  exports.Set("buffers", Napi::Function::New(env, Guard<kEngineCodes, Buffers>, "buffers"));
+  exports.Set("enableTraining", Napi::Function::New(env, Guard<kEngineCodes, EnableTraining>, "enableTraining"));
+  exports.Set("optimizerBuffers", Napi::Function::New(env, Guard<kEngineCodes, OptimizerBuffers>, "optimizerBuffers"));
+  exports.Set("memoryBytes", Napi::Function::New(env, Guard<kEngineCodes, MemoryBytes>, "memoryBytes"));
+  exports.Set("initParams", Napi::Function::New(env, Guard<kEngineCodes, InitParams>, "initParams"));
+  exports.Set("forward", Napi::Function::New(env, Guard<kEngineCodes, Forward>, "forward"));
+  exports.Set("backward", Napi::Function::New(env, Guard<kEngineCodes, Backward>, "backward"));
+  exports.Set("crossEntropy", Napi::Function::New(env, Guard<kEngineCodes, CrossEntropy>, "crossEntropy"));
+  exports.Set("logits", Napi::Function::New(env, Guard<kEngineCodes, Logits>, "logits"));
+  exports.Set("zeroGrad", Napi::Function::New(env, Guard<kEngineCodes, ZeroGrad>, "zeroGrad"));
+  exports.Set("gradNormSquared", Napi::Function::New(env, Guard<kEngineCodes, GradNormSquared>, "gradNormSquared"));
+  exports.Set("adamw", Napi::Function::New(env, Guard<kEngineCodes, AdamW>, "adamw"));
+  exports.Set("createCache", Napi::Function::New(env, Guard<kEngineCodes, CreateCache>, "createCache"));
+  exports.Set("cacheLength", Napi::Function::New(env, Guard<kEngineCodes, CacheLength>, "cacheLength"));
+  exports.Set("cacheTruncate", Napi::Function::New(env, Guard<kEngineCodes, CacheTruncate>, "cacheTruncate"));
+  exports.Set("extend", Napi::Function::New(env, Guard<kEngineCodes, Extend>, "extend"));
+  exports.Set("extendInvariant", Napi::Function::New(env, Guard<kEngineCodes, ExtendInvariant>, "extendInvariant"));
+  exports.Set("packForDecode", Napi::Function::New(env, Guard<kEngineCodes, PackForDecode>, "packForDecode"));
+  exports.Set("setThreads", Napi::Function::New(env, Guard<kEngineCodes, SetThreads>, "setThreads"));
   exports.Set("backend", Napi::String::New(env, "cpu"));
   InitEngineBench(env, exports);
 }

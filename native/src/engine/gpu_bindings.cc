@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_args.h"
 #include "engine/gpu_engine.h"
 #include "engine/model.h"
 #include "gpu/gpu_library.h"
@@ -50,7 +51,12 @@ struct GpuApi {
 gpu::Backend BackendOf(const std::string& device) {
   if (device == "cuda") return gpu::Backend::kCuda;
   if (device == "hip" || device == "rocm") return gpu::Backend::kHip;
-  throw std::invalid_argument("device must be cuda or rocm, got " + device);
+  throw BadArgument("device must be cuda or rocm, got " + device);
+}
+
+std::string DeviceName(const Napi::Value& v) {
+  if (!v.IsString()) throw BadArgument("device must be the string cuda or rocm");
+  return v.As<Napi::String>().Utf8Value();
 }
 
 template <typename F>
@@ -88,6 +94,7 @@ struct GpuModel {
   GpuApi api;
   std::shared_ptr<Model> host;
   void* dev = nullptr;
+  int64_t forward_tokens = 0;  // T of the latest forward (0 before any): what backward and the losses take
   ~GpuModel() {
     if (dev) api.destroy(dev);
   }
@@ -111,26 +118,25 @@ void Call(F&& f) {
   if (rc != 0) throw std::runtime_error(err);
 }
 
-GpuPtr& GetModel(const Napi::Value& v) {
-  if (!v.IsExternal()) throw Napi::TypeError::New(v.Env(), "engine: expected a device model handle");
-  return *v.As<Napi::External<GpuPtr>>().Data();
-}
+// Type tags tell a device model handle from a device cache handle, and both from the CPU engine's.
+constexpr napi_type_tag kGpuModelTag = {0x6167656e74726c47ULL, 0x5f2a91c3d4e60b03ULL};
+constexpr napi_type_tag kGpuCacheTag = {0x6167656e74726c4bULL, 0x71c08e2f9ab34d04ULL};
+
+GpuPtr& GetModel(const Napi::Value& v) { return Handle<BadArgument, GpuPtr>(v, kGpuModelTag, "a device model handle"); }
 
 GpuCache& GetCache(const Napi::Value& v) {
-  if (!v.IsExternal()) throw Napi::TypeError::New(v.Env(), "engine: expected a device KV cache handle");
-  return *v.As<Napi::External<GpuCache>>().Data();
+  return Handle<BadArgument, GpuCache>(v, kGpuCacheTag, "a device KV cache handle");
 }
 
-template <typename T>
-Napi::TypedArrayOf<T> Typed(const Napi::Value& v, const char* what) {
-  if (!v.IsTypedArray()) throw Napi::TypeError::New(v.Env(), std::string("engine: expected a typed array for ") + what);
-  return v.As<Napi::TypedArrayOf<T>>();
-}
-
-int GetInt(const Napi::Object& o, const char* key) { return o.Get(key).As<Napi::Number>().Int32Value(); }
+// A numeric option of the loss config: finite when present, `fallback` when absent.
 double GetNum(const Napi::Object& o, const char* key, double fallback) {
   Napi::Value v = o.Get(key);
-  return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
+  return v.IsUndefined() ? fallback : Number(v, key);
+}
+
+int64_t RequireForward(const GpuModel& g, const char* what) {
+  if (g.forward_tokens <= 0) throw BadArgument(std::string(what) + " needs a forward first");
+  return g.forward_tokens;
 }
 
 // The slot of a layer tensor in AgentrlGpuLayout::layer_offsets, from its HF name.
@@ -157,27 +163,17 @@ Napi::ArrayBuffer View(Napi::Env env, const GpuPtr& model, float* data, size_t f
       env, data, floats * sizeof(float), [](Napi::Env, void*, GpuPtr* hint) { delete hint; }, keep);
 }
 
+// createModel(config, device, precision: 0 fp32 | 1 bf16): the arguments are checked before the device object is
+// loaded, so a bad call fails the same way on a machine without a GPU.
 Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Napi::Object o = info[0].As<Napi::Object>();
-  const gpu::Backend backend = BackendOf(info[1].ToString().Utf8Value());
-  ModelConfig c;
-  c.vocab = GetInt(o, "vocab");
-  c.hidden = GetInt(o, "hidden");
-  c.intermediate = GetInt(o, "intermediate");
-  c.layers = GetInt(o, "layers");
-  c.heads = GetInt(o, "heads");
-  c.kv_heads = GetInt(o, "kvHeads");
-  c.head_dim = GetInt(o, "headDim");
-  c.eps = o.Get("eps").As<Napi::Number>().FloatValue();
-  c.rope_theta = o.Get("ropeTheta").As<Napi::Number>().FloatValue();
-  c.qk_norm = o.Get("qkNorm").ToBoolean();
-  c.qkv_bias = o.Get("qkvBias").ToBoolean();
-  c.o_bias = o.Get("oBias").ToBoolean();
-  c.tied = o.Get("tied").ToBoolean();
+  const ModelConfig c = ConfigFromJs(info[0]);
+  const gpu::Backend backend = BackendOf(DeviceName(info[1]));
+  const int precision = static_cast<int>(Integer(info[2], "precision", 0, 1));
+  auto host = std::make_shared<Model>(c);
   auto g = std::make_shared<GpuModel>();
   g->api = LoadApi(backend);
-  g->host = std::make_shared<Model>(c);
+  g->host = host;
   const auto& tensors = g->host->tensors();
   std::vector<int64_t> layer_off(static_cast<size_t>(c.layers) * kAgentrlLayerSlots, -1), off, numel;
   std::vector<int32_t> decay;
@@ -199,7 +195,7 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
     }
   }
   layout.config = {c.vocab, c.hidden, c.intermediate, c.layers, c.heads, c.kv_heads, c.head_dim, c.eps,
-                   c.rope_theta, c.qk_norm, c.qkv_bias, c.o_bias, c.tied, info[2].ToNumber().Int32Value()};
+                   c.rope_theta, c.qk_norm, c.qkv_bias, c.o_bias, c.tied, precision};
   layout.num_params = static_cast<int64_t>(g->host->num_params());
   layout.layer_offsets = layer_off.data();
   layout.num_tensors = static_cast<int>(tensors.size());
@@ -220,7 +216,9 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
     ts.Set(static_cast<uint32_t>(i), to);
   }
   Napi::Object out = Napi::Object::New(env);
-  out.Set("handle", Napi::External<GpuPtr>::New(env, new GpuPtr(g), [](Napi::Env, GpuPtr* p) { delete p; }));
+  auto handle = Napi::External<GpuPtr>::New(env, new GpuPtr(g), [](Napi::Env, GpuPtr* p) { delete p; });
+  handle.TypeTag(&kGpuModelTag);
+  out.Set("handle", handle);
   out.Set("tensors", ts);
   out.Set("numFloats", static_cast<double>(g->host->num_params()));
   return out;
@@ -281,8 +279,10 @@ Napi::Value SyncToDevice(const Napi::CallbackInfo& info) {
 
 Napi::Value InitParams(const Napi::CallbackInfo& info) {
   GpuModel& g = *GetModel(info[0]);
-  g.host->InitParams(static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value()),
-                     info[2].As<Napi::Number>().FloatValue());
+  const int64_t seed = Integer(info[1], "seed", 0, (1LL << 53));
+  const double std = Number(info[2], "std");
+  if (std < 0) throw BadArgument("std must be >= 0");
+  g.host->InitParams(static_cast<uint64_t>(seed), static_cast<float>(std));
   Upload(g, 0);
   return info.Env().Undefined();
 }
@@ -291,9 +291,11 @@ Napi::Value InitParams(const Napi::CallbackInfo& info) {
 // Float32Array, or (download false) undefined with them kept on the device only.
 Napi::Value Forward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  GpuModel& g = *GetModel(info[0]);
   auto tokens = Typed<int32_t>(info[1], "tokenIds");
   auto cu = Typed<int32_t>(info[2], "cuSeqlens");
+  CheckPackedBatch(tokens, cu);
+  GpuModel& g = *GetModel(info[0]);
+  CheckTokens(tokens.Data(), tokens.ElementLength(), g.host->config().vocab, "tokenIds");
   const int total = static_cast<int>(tokens.ElementLength());
   const bool download = info.Length() < 5 || info[4].IsUndefined() || info[4].ToBoolean();
   Napi::Float32Array out;
@@ -302,31 +304,39 @@ Napi::Value Forward(const Napi::CallbackInfo& info) {
     return g.api.forward(g.dev, tokens.Data(), cu.Data(), static_cast<int>(cu.ElementLength()) - 1, total,
                          info[3].ToBoolean() ? 1 : 0, download ? out.Data() : nullptr, e, n);
   });
+  g.forward_tokens = total;
   if (!download) return env.Undefined();
   return out;
 }
 
 Napi::Value Backward(const Napi::CallbackInfo& info) {
+  Typed<float>(info[1], "dHidden");
   GpuModel& g = *GetModel(info[0]);
-  auto dh = Typed<float>(info[1], "dHidden");
-  const float* dlm = info[2].IsTypedArray() ? info[2].As<Napi::Float32Array>().Data() : nullptr;
+  const ModelConfig& c = g.host->config();
+  auto dh = Typed<float>(info[1], "dHidden", RequireForward(g, "backward") * c.hidden);
+  const float* dlm = nullptr;
+  if (!info[2].IsUndefined()) dlm = Typed<float>(info[2], "dLmHead", static_cast<int64_t>(c.vocab) * c.hidden).Data();
   Call([&](char* e, int n) { return g.api.backward(g.dev, dh.Data(), dlm, e, n); });
   return info.Env().Undefined();
 }
 
 Napi::Value CrossEntropy(const Napi::CallbackInfo& info) {
+  Typed<int32_t>(info[1], "targets");
+  const double scale = Number(info[2], "scale");
   GpuModel& g = *GetModel(info[0]);
-  auto targets = Typed<int32_t>(info[1], "targets");
+  auto targets = Typed<int32_t>(info[1], "targets", RequireForward(g, "crossEntropy"));
+  CheckTokens(targets.Data(), targets.ElementLength(), g.host->config().vocab, "targets");
   double loss = 0;
   Call([&](char* e, int n) {
-    return g.api.cross_entropy(g.dev, targets.Data(), info[2].As<Napi::Number>().FloatValue(), &loss, e, n);
+    return g.api.cross_entropy(g.dev, targets.Data(), static_cast<float>(scale), &loss, e, n);
   });
   return Napi::Number::New(info.Env(), loss);
 }
 
 Napi::Value Logits(const Napi::CallbackInfo& info) {
+  Typed<float>(info[1], "logits");
   GpuModel& g = *GetModel(info[0]);
-  auto out = Typed<float>(info[1], "logits");
+  auto out = Typed<float>(info[1], "logits", RequireForward(g, "logits") * g.host->config().vocab);
   Call([&](char* e, int n) { return g.api.logits(g.dev, out.Data(), e, n); });
   return info.Env().Undefined();
 }
@@ -345,10 +355,10 @@ Napi::Value GradNormSquared(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value AdamW(const Napi::CallbackInfo& info) {
+  const AdamWArgs a = AdamWFromJs(info);
   GpuModel& g = *GetModel(info[0]);
-  auto f = [&](int i) { return info[i].As<Napi::Number>().FloatValue(); };
   Call([&](char* e, int n) {
-    return g.api.adamw(g.dev, f(1), f(2), f(3), f(4), f(5), info[6].As<Napi::Number>().Int64Value(), f(7), e, n);
+    return g.api.adamw(g.dev, a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.step, a.grad_scale, e, n);
   });
   return info.Env().Undefined();
 }
@@ -357,7 +367,9 @@ Napi::Value CreateCache(const Napi::CallbackInfo& info) {
   GpuPtr& g = GetModel(info[0]);
   auto* handle = new GpuCache{g, nullptr};
   Call([&](char* e, int n) { return g->api.cache_create(g->dev, &handle->cache, e, n); });
-  return Napi::External<GpuCache>::New(info.Env(), handle, [](Napi::Env, GpuCache* p) { delete p; });
+  auto out = Napi::External<GpuCache>::New(info.Env(), handle, [](Napi::Env, GpuCache* p) { delete p; });
+  out.TypeTag(&kGpuCacheTag);
+  return out;
 }
 
 Napi::Value CacheLength(const Napi::CallbackInfo& info) {
@@ -367,21 +379,42 @@ Napi::Value CacheLength(const Napi::CallbackInfo& info) {
 
 Napi::Value CacheTruncate(const Napi::CallbackInfo& info) {
   GpuCache& c = GetCache(info[0]);
-  const int n = info[1].As<Napi::Number>().Int32Value();
-  if (n < 0 || n > c.model->api.cache_length(c.cache))
-    throw Napi::RangeError::New(info.Env(), "engine: cache truncation out of range");
+  const int n = static_cast<int>(Integer(info[1], "length", 0, c.model->api.cache_length(c.cache)));
   c.model->api.cache_truncate(c.cache, n);
   return info.Env().Undefined();
 }
 
 Napi::Value Extend(const Napi::CallbackInfo& info) {
-  GpuModel& g = *GetModel(info[0]);
-  Napi::Array arr = info[1].As<Napi::Array>();
-  std::vector<void*> caches(arr.Length());
-  for (uint32_t i = 0; i < arr.Length(); ++i) caches[i] = GetCache(arr.Get(i)).cache;
   auto tokens = Typed<int32_t>(info[2], "tokenIds");
-  auto counts = Typed<int32_t>(info[3], "counts");
-  float* out = info[4].IsTypedArray() ? info[4].As<Napi::Float32Array>().Data() : nullptr;
+  GpuPtr& model = GetModel(info[0]);
+  GpuModel& g = *model;
+  if (!info[1].IsArray()) throw BadArgument("caches must be an array of device KV cache handles");
+  Napi::Array arr = info[1].As<Napi::Array>();
+  const uint32_t batch = arr.Length();
+  if (batch < 1) throw BadArgument("caches must hold at least one device KV cache handle");
+  std::vector<void*> caches(batch);
+  for (uint32_t i = 0; i < batch; ++i) {
+    GpuCache& h = GetCache(arr.Get(i));
+    if (h.model.get() != model.get()) throw BadArgument("caches[" + std::to_string(i) + "] belongs to another model");
+    for (uint32_t j = 0; j < i; ++j)
+      if (caches[j] == h.cache) throw BadArgument("caches[" + std::to_string(i) + "] appears twice");
+    caches[i] = h.cache;
+  }
+  auto counts = Typed<int32_t>(info[3], "counts", batch);
+  int64_t sum = 0;
+  for (uint32_t b = 0; b < batch; ++b) {
+    if (counts[b] < 1) throw BadArgument("counts[" + std::to_string(b) + "] is " + std::to_string(counts[b]) + ", must be >= 1");
+    sum += counts[b];
+  }
+  if (sum != static_cast<int64_t>(tokens.ElementLength())) {
+    throw BadArgument("counts sum to " + std::to_string(sum) + " but tokenIds has " +
+                      std::to_string(tokens.ElementLength()) + " tokens");
+  }
+  CheckTokens(tokens.Data(), tokens.ElementLength(), g.host->config().vocab, "tokenIds");
+  // The logits are optional on the device (sampling can stay there): undefined skips the download.
+  float* out = info[4].IsUndefined() || info[4].IsNull()
+                   ? nullptr
+                   : Typed<float>(info[4], "logits", static_cast<int64_t>(batch) * g.host->config().vocab).Data();
   Call([&](char* e, int n) {
     return g.api.extend(g.dev, caches.data(), static_cast<int>(caches.size()), tokens.Data(), counts.Data(), out, e,
                         n);
@@ -393,25 +426,23 @@ Napi::Value Extend(const Napi::CallbackInfo& info) {
 // [rows * 4] of (temperature, topK, topP, uniform), one row per sequence of the latest extend.
 Napi::Value Sample(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  GpuModel& g = *GetModel(info[0]);
   auto params = Typed<double>(info[1], "sampling params");
-  if (params.TypedArrayType() != napi_float64_array)
-    throw Napi::TypeError::New(env, "engine: sample params must be a Float64Array");
   const size_t len = params.ElementLength();
   if (len == 0 || len % 4 != 0)
-    throw Napi::RangeError::New(env, "engine: sample params must hold 4 numbers per row, got " + std::to_string(len));
+    throw BadArgument("sample params must hold 4 numbers per row, got " + std::to_string(len));
   const double* p = params.Data();
   for (size_t r = 0; r < len / 4; ++r) {
     const double t = p[r * 4], k = p[r * 4 + 1], top_p = p[r * 4 + 2], u = p[r * 4 + 3];
     if (!(t >= 0) || !(top_p > 0 && top_p <= 1) || !(u >= 0 && u < 1) || !(k >= -2147483647.0 && k <= 2147483647.0) ||
         std::floor(k) != k) {
-      throw Napi::RangeError::New(env, "engine: sample row " + std::to_string(r) +
+      throw BadArgument("sample row " + std::to_string(r) +
                                            " needs temperature >= 0, an integer topK, topP in (0, 1] and a uniform "
                                            "in [0, 1); got " +
                                            std::to_string(t) + ", " + std::to_string(k) + ", " +
                                            std::to_string(top_p) + ", " + std::to_string(u));
     }
   }
+  GpuModel& g = *GetModel(info[0]);
   const int rows = static_cast<int>(len / 4);
   auto out = Napi::Float64Array::New(env, static_cast<size_t>(rows) * 2);
   Call([&](char* e, int n) { return g.api.sample(g.dev, rows, p, out.Data(), e, n); });
@@ -422,9 +453,19 @@ Napi::Value Sample(const Napi::CallbackInfo& info) {
 // holds the config fields and typed arrays of @agentrl/kernels' fusedLinearPolicyLoss (validated in TS).
 Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  GpuModel& g = *GetModel(info[0]);
+  if (!info[1].IsObject() || !info[1].As<Napi::Object>().Get("config").IsObject())
+    throw BadArgument("policyLoss takes (handle, { config, targets, ... })");
   Napi::Object o = info[1].As<Napi::Object>();
   Napi::Object co = o.Get("config").As<Napi::Object>();
+  // Element types first (no device needed), then the lengths of the latest forward.
+  auto targets = Typed<int32_t>(o.Get("targets"), "targets");
+  auto cu = Typed<int32_t>(o.Get("cuSeqlens"), "cuSeqlens");
+  auto old_logp = Typed<float>(o.Get("oldLogprobs"), "oldLogprobs");
+  auto adv = Typed<float>(o.Get("advantages"), "advantages");
+  auto mask = Typed<uint8_t>(o.Get("lossMask"), "lossMask");
+  auto logp = Typed<float>(o.Get("logp"), "logp");
+  GpuModel& g = *GetModel(info[0]);
+  const int64_t T = RequireForward(g, "policyLoss");
   AgentrlGpuPolicyLossArgs a{};
   kernels::LossConfig& c = a.config;
   c.temperature = static_cast<float>(GetNum(co, "temperature", 1));
@@ -432,24 +473,33 @@ Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
   c.clip_high = static_cast<float>(GetNum(co, "clipHigh", 0.28));
   c.dual_clip = static_cast<float>(GetNum(co, "dualClip", 0));
   c.max_log_ratio = static_cast<float>(GetNum(co, "maxLogRatio", 20));
-  c.aggregation = static_cast<kernels::Aggregation>(static_cast<int>(GetNum(co, "aggregation", 0)));
+  // Integers are range-checked before the casts (a NaN or huge double cast to an integer is UB).
+  auto integer = [&](const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+    const Napi::Value v = co.Get(key);
+    return v.IsUndefined() ? fallback : Integer(v, key, lo, hi);
+  };
+  c.aggregation = static_cast<kernels::Aggregation>(integer("aggregation", 0, 0, 3));
   c.sequence_ratio = GetNum(co, "sequenceRatio", 0) != 0;
   c.horizon = GetNum(co, "horizon", 0);
-  c.token_count = static_cast<int64_t>(GetNum(co, "tokenCount", -1));
-  c.seq_count = static_cast<int64_t>(GetNum(co, "seqCount", -1));
+  c.token_count = integer("tokenCount", -1, -1, 1LL << 53);
+  c.seq_count = integer("seqCount", -1, -1, 1LL << 53);
   c.entropy = GetNum(co, "entropy", 0) != 0;
-  auto targets = Typed<int32_t>(o.Get("targets"), "targets");
-  auto cu = Typed<int32_t>(o.Get("cuSeqlens"), "cuSeqlens");
-  a.tokens.T = static_cast<int64_t>(targets.ElementLength());
+  Typed<int32_t>(o.Get("targets"), "targets", T);
+  CheckPackedBatch(targets, cu);
+  CheckTokens(targets.Data(), targets.ElementLength(), g.host->config().vocab, "targets");
+  Typed<float>(o.Get("oldLogprobs"), "oldLogprobs", T);
+  Typed<float>(o.Get("advantages"), "advantages", T);
+  Typed<uint8_t>(o.Get("lossMask"), "lossMask", T);
+  Typed<float>(o.Get("logp"), "logp", T);
+  a.tokens.T = T;
   a.tokens.targets = targets.Data();
-  a.tokens.old_logp = Typed<float>(o.Get("oldLogprobs"), "oldLogprobs").Data();
-  a.tokens.adv = Typed<float>(o.Get("advantages"), "advantages").Data();
-  a.tokens.mask = Typed<uint8_t>(o.Get("lossMask"), "lossMask").Data();
+  a.tokens.old_logp = old_logp.Data();
+  a.tokens.adv = adv.Data();
+  a.tokens.mask = mask.Data();
   a.tokens.S = static_cast<int64_t>(cu.ElementLength()) - 1;
   a.tokens.cu_seqlens = cu.Data();
-  auto logp = Typed<float>(o.Get("logp"), "logp");
   a.logp = logp.Data();
-  a.entropy = c.entropy ? Typed<float>(o.Get("entropy"), "entropy").Data() : nullptr;
+  a.entropy = c.entropy ? Typed<float>(o.Get("entropy"), "entropy", T).Data() : nullptr;
   Call([&](char* e, int n) { return g.api.policy_loss(g.dev, &a, e, n); });
   Napi::Object r = kernels::MetricsToJs(env, a.metrics);
   r.Set("workspaceBytes", static_cast<double>(a.workspace_bytes));
@@ -458,7 +508,7 @@ Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
 
 // gemmPath(device): which matrix-product path the device object takes here.
 Napi::Value GemmPath(const Napi::CallbackInfo& info) {
-  const gpu::Backend b = BackendOf(info[0].ToString().Utf8Value());
+  const gpu::Backend b = BackendOf(DeviceName(info[0]));
   char out[256] = {0};
   Sym<agentrl_engine_info_fn>(b, "agentrl_engine_info")(out, sizeof(out));
   return Napi::String::New(info.Env(), out);
@@ -467,7 +517,7 @@ Napi::Value GemmPath(const Napi::CallbackInfo& info) {
 // transfers(device): bytes the device object copied host -> device and device -> host so far, and
 // the device allocations it made.
 Napi::Value Transfers(const Napi::CallbackInfo& info) {
-  const gpu::Backend b = BackendOf(info[0].ToString().Utf8Value());
+  const gpu::Backend b = BackendOf(DeviceName(info[0]));
   int64_t to_device = 0, to_host = 0, allocations = 0;
   Sym<agentrl_engine_transfers_fn>(b, "agentrl_engine_transfers")(&to_device, &to_host, &allocations);
   Napi::Object out = Napi::Object::New(info.Env());
@@ -481,19 +531,23 @@ Napi::Value Transfers(const Napi::CallbackInfo& info) {
 // (Float64Array offsets, Int32Array stages; @agentrl/parallel's DeviceGradientAllReduce builds them)
 // reduced with that NCCL / RCCL communicator's ncclAllReduce on a side stream.
 Napi::Value ReduceSetup(const Napi::CallbackInfo& info) {
+  auto starts = Typed<double>(info[2], "bucket starts");
+  const size_t nb = starts.ElementLength();
+  if (nb == 0 || nb > (1u << 30)) throw BadArgument("reduceSetup needs 1 to 2^30 buckets");
+  auto ends = Typed<double>(info[3], "bucket ends", static_cast<int64_t>(nb));
+  auto stages = Typed<int32_t>(info[4], "bucket stages", static_cast<int64_t>(nb));
   GpuModel& g = *GetModel(info[0]);
   const parallel::NcclDeviceComm nc = parallel::NcclDeviceOf(info[1]);
-  auto starts = Typed<double>(info[2], "bucket starts");
-  auto ends = Typed<double>(info[3], "bucket ends");
-  auto stages = Typed<int32_t>(info[4], "bucket stages");
-  if (starts.TypedArrayType() != napi_float64_array || ends.TypedArrayType() != napi_float64_array ||
-      stages.TypedArrayType() != napi_int32_array)
-    throw Napi::TypeError::New(info.Env(), "engine: reduceSetup takes Float64Array starts and ends, Int32Array stages");
-  const size_t nb = starts.ElementLength();
-  if (ends.ElementLength() != nb || stages.ElementLength() != nb || nb == 0 || nb > (1u << 30))
-    throw Napi::RangeError::New(info.Env(), "engine: reduceSetup needs as many bucket ends and stages as starts");
+  const double floats = static_cast<double>(g.host->num_params());
   std::vector<int64_t> st(nb), en(nb);
   for (size_t b = 0; b < nb; ++b) {
+    // Offsets into the gradient buffer: integers with 0 <= start < end <= its length, before any cast.
+    if (!(starts[b] >= 0 && starts[b] < ends[b] && ends[b] <= floats) || starts[b] != std::floor(starts[b]) ||
+        ends[b] != std::floor(ends[b])) {
+      throw BadArgument("bucket " + std::to_string(b) + " [" + std::to_string(starts[b]) + ", " +
+                        std::to_string(ends[b]) + ") is not an integer range inside the " +
+                        std::to_string(g.host->num_params()) + " gradients");
+    }
     st[b] = static_cast<int64_t>(starts[b]);
     en[b] = static_cast<int64_t>(ends[b]);
   }
@@ -531,8 +585,8 @@ Napi::Value ReduceFinish(const Napi::CallbackInfo& info) {
 
 // setDevice(device, index) -> the devices visible; index >= 0 makes that one current (this thread).
 Napi::Value SetDevice(const Napi::CallbackInfo& info) {
-  const gpu::Backend b = BackendOf(info[0].ToString().Utf8Value());
-  const int index = info[1].As<Napi::Number>().Int32Value();
+  const gpu::Backend b = BackendOf(DeviceName(info[0]));
+  const int index = static_cast<int>(Integer(info[1], "device index", -1, 65535));
   int count = 0;
   Call([&](char* e, int n) {
     return Sym<agentrl_engine_set_device_fn>(b, "agentrl_engine_set_device")(index, &count, e, n);
@@ -542,48 +596,37 @@ Napi::Value SetDevice(const Napi::CallbackInfo& info) {
 
 Napi::Value SetThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), 1); }
 
-template <Napi::Value (*F)(const Napi::CallbackInfo&)>
-Napi::Value Guard(const Napi::CallbackInfo& info) {
-  try {
-    return F(info);
-  } catch (const Napi::Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw Napi::Error::New(info.Env(), std::string("engine: ") + e.what());
-  }
-}
-
 void InitEngineGpu(Napi::Env env, Napi::Object exports) {
   auto fn = [&](const char* name, Napi::Function f) { exports.Set(name, f); };
-  fn("createModel", Napi::Function::New(env, Guard<CreateModel>, "createModel"));
-  fn("buffers", Napi::Function::New(env, Guard<Buffers>, "buffers"));
-  fn("optimizerBuffers", Napi::Function::New(env, Guard<OptimizerBuffers>, "optimizerBuffers"));
-  fn("enableTraining", Napi::Function::New(env, Guard<EnableTraining>, "enableTraining"));
-  fn("memoryBytes", Napi::Function::New(env, Guard<MemoryBytes>, "memoryBytes"));
-  fn("syncToHost", Napi::Function::New(env, Guard<SyncToHost>, "syncToHost"));
-  fn("syncToDevice", Napi::Function::New(env, Guard<SyncToDevice>, "syncToDevice"));
-  fn("initParams", Napi::Function::New(env, Guard<InitParams>, "initParams"));
-  fn("forward", Napi::Function::New(env, Guard<Forward>, "forward"));
-  fn("backward", Napi::Function::New(env, Guard<Backward>, "backward"));
-  fn("crossEntropy", Napi::Function::New(env, Guard<CrossEntropy>, "crossEntropy"));
-  fn("logits", Napi::Function::New(env, Guard<Logits>, "logits"));
-  fn("zeroGrad", Napi::Function::New(env, Guard<ZeroGrad>, "zeroGrad"));
-  fn("gradNormSquared", Napi::Function::New(env, Guard<GradNormSquared>, "gradNormSquared"));
-  fn("adamw", Napi::Function::New(env, Guard<AdamW>, "adamw"));
-  fn("createCache", Napi::Function::New(env, Guard<CreateCache>, "createCache"));
-  fn("cacheLength", Napi::Function::New(env, Guard<CacheLength>, "cacheLength"));
-  fn("cacheTruncate", Napi::Function::New(env, Guard<CacheTruncate>, "cacheTruncate"));
-  fn("extend", Napi::Function::New(env, Guard<Extend>, "extend"));
-  fn("sample", Napi::Function::New(env, Guard<Sample>, "sample"));
-  fn("policyLoss", Napi::Function::New(env, Guard<PolicyLoss>, "policyLoss"));
-  fn("gemmPath", Napi::Function::New(env, Guard<GemmPath>, "gemmPath"));
-  fn("transfers", Napi::Function::New(env, Guard<Transfers>, "transfers"));
-  fn("setThreads", Napi::Function::New(env, Guard<SetThreads>, "setThreads"));
-  fn("reduceSetup", Napi::Function::New(env, Guard<ReduceSetup>, "reduceSetup"));
-  fn("reduceAccumulate", Napi::Function::New(env, Guard<ReduceAccumulate>, "reduceAccumulate"));
-  fn("reduceArm", Napi::Function::New(env, Guard<ReduceArm>, "reduceArm"));
-  fn("reduceFinish", Napi::Function::New(env, Guard<ReduceFinish>, "reduceFinish"));
-  fn("setDevice", Napi::Function::New(env, Guard<SetDevice>, "setDevice"));
+  fn("createModel", Napi::Function::New(env, Guard<kEngineCodes, CreateModel>, "createModel"));
+  fn("buffers", Napi::Function::New(env, Guard<kEngineCodes, Buffers>, "buffers"));
+  fn("optimizerBuffers", Napi::Function::New(env, Guard<kEngineCodes, OptimizerBuffers>, "optimizerBuffers"));
+  fn("enableTraining", Napi::Function::New(env, Guard<kEngineCodes, EnableTraining>, "enableTraining"));
+  fn("memoryBytes", Napi::Function::New(env, Guard<kEngineCodes, MemoryBytes>, "memoryBytes"));
+  fn("syncToHost", Napi::Function::New(env, Guard<kEngineCodes, SyncToHost>, "syncToHost"));
+  fn("syncToDevice", Napi::Function::New(env, Guard<kEngineCodes, SyncToDevice>, "syncToDevice"));
+  fn("initParams", Napi::Function::New(env, Guard<kEngineCodes, InitParams>, "initParams"));
+  fn("forward", Napi::Function::New(env, Guard<kEngineCodes, Forward>, "forward"));
+  fn("backward", Napi::Function::New(env, Guard<kEngineCodes, Backward>, "backward"));
+  fn("crossEntropy", Napi::Function::New(env, Guard<kEngineCodes, CrossEntropy>, "crossEntropy"));
+  fn("logits", Napi::Function::New(env, Guard<kEngineCodes, Logits>, "logits"));
+  fn("zeroGrad", Napi::Function::New(env, Guard<kEngineCodes, ZeroGrad>, "zeroGrad"));
+  fn("gradNormSquared", Napi::Function::New(env, Guard<kEngineCodes, GradNormSquared>, "gradNormSquared"));
+  fn("adamw", Napi::Function::New(env, Guard<kEngineCodes, AdamW>, "adamw"));
+  fn("createCache", Napi::Function::New(env, Guard<kEngineCodes, CreateCache>, "createCache"));
+  fn("cacheLength", Napi::Function::New(env, Guard<kEngineCodes, CacheLength>, "cacheLength"));
+  fn("cacheTruncate", Napi::Function::New(env, Guard<kEngineCodes, CacheTruncate>, "cacheTruncate"));
+  fn("extend", Napi::Function::New(env, Guard<kEngineCodes, Extend>, "extend"));
+  fn("sample", Napi::Function::New(env, Guard<kEngineCodes, Sample>, "sample"));
+  fn("policyLoss", Napi::Function::New(env, Guard<kEngineCodes, PolicyLoss>, "policyLoss"));
+  fn("gemmPath", Napi::Function::New(env, Guard<kEngineCodes, GemmPath>, "gemmPath"));
+  fn("transfers", Napi::Function::New(env, Guard<kEngineCodes, Transfers>, "transfers"));
+  fn("setThreads", Napi::Function::New(env, Guard<kEngineCodes, SetThreads>, "setThreads"));
+  fn("reduceSetup", Napi::Function::New(env, Guard<kEngineCodes, ReduceSetup>, "reduceSetup"));
+  fn("reduceAccumulate", Napi::Function::New(env, Guard<kEngineCodes, ReduceAccumulate>, "reduceAccumulate"));
+  fn("reduceArm", Napi::Function::New(env, Guard<kEngineCodes, ReduceArm>, "reduceArm"));
+  fn("reduceFinish", Napi::Function::New(env, Guard<kEngineCodes, ReduceFinish>, "reduceFinish"));
+  fn("setDevice", Napi::Function::New(env, Guard<kEngineCodes, SetDevice>, "setDevice"));
 }
 
 }  // namespace

@@ -14,14 +14,16 @@
 #include "kernels/metrics_js.h"
 #include "kernels/policy_loss.h"
 #include "napi_args.h"
+#include "napi_guard.h"
 #include "registry.h"
 
 namespace agentrl::kernels {
 namespace {
 
-struct BackendUnavailable : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using BackendUnavailable = agentrl::Unavailable;
+
+constexpr ErrorCodes kKernelsCodes{"", "KERNELS_INVALID_ARGUMENT", "KERNELS_BACKEND_UNAVAILABLE",
+                                   "KERNELS_NATIVE_FAILURE"};
 
 template <typename T>
 Napi::TypedArrayOf<T> Typed(const Napi::Object& o, const char* name, int64_t length) {
@@ -93,31 +95,14 @@ TokenInputs TokensFrom(const Napi::Object& o, int64_t T, int64_t V) {
   return in;
 }
 
+// Every kernels entry point takes one argument object; the shared guard (napi_guard.h) does the rest.
 template <typename F>
 Napi::Value Guard(const Napi::CallbackInfo& info, F&& body) {
   Napi::Env env = info.Env();
-  auto fail = [&](const char* code, const std::string& msg) {
-    Napi::Error e = Napi::Error::New(env, msg);
-    e.Set("code", Napi::String::New(env, code));
-    return e;
-  };
-  try {
+  return Guarded(env, kKernelsCodes, [&]() -> Napi::Value {
     if (info.Length() < 1 || !info[0].IsObject()) throw InvalidArgument("expected one argument object");
     return body(env, info[0].As<Napi::Object>());
-  } catch (const Napi::Error& e) {
-    // an error from node-addon-api itself (a failed conversion): give it a code too
-    Napi::Error out = e;
-    if (!out.Value().Has("code")) out.Set("code", Napi::String::New(env, "KERNELS_INVALID_ARGUMENT"));
-    throw out;
-  } catch (const InvalidArgument& e) {
-    throw fail("KERNELS_INVALID_ARGUMENT", e.what());
-  } catch (const BackendUnavailable& e) {
-    throw fail("KERNELS_BACKEND_UNAVAILABLE", e.what());
-  } catch (const std::bad_alloc&) {
-    throw fail("KERNELS_NATIVE_FAILURE", "out of memory");
-  } catch (const std::exception& e) {
-    throw fail("KERNELS_NATIVE_FAILURE", e.what());
-  }
+  });
 }
 
 /** A validated policy-loss call: plain pointers into the JS typed arrays, no N-API needed to run it. */
@@ -201,16 +186,10 @@ class PolicyLossWorker : public Napi::AsyncWorker {
   void Execute() override {
     try {
       metrics_ = RunPolicyLoss(call_);
-    } catch (const InvalidArgument& e) {
-      code_ = "KERNELS_INVALID_ARGUMENT";
-      SetError(e.what());
-    } catch (const BackendUnavailable& e) {
-      code_ = "KERNELS_BACKEND_UNAVAILABLE";
-      SetError(e.what());
-    } catch (const std::bad_alloc&) {
-      SetError("out of memory");
-    } catch (const std::exception& e) {
-      SetError(e.what());
+    } catch (...) {
+      const Failure f = Classify(kKernelsCodes, std::current_exception());
+      code_ = f.code;
+      SetError(f.message);
     }
   }
 

@@ -1,4 +1,4 @@
-import { listBackends, loadNative, type NativeOperation } from '@agentrl/native';
+import { listBackends, loadNative, type NativeOperation, nativeBuildCommand } from '@agentrl/native';
 import type { NativeModelConfig } from './config.js';
 import { EngineError } from './errors.js';
 import type { Model } from './model.js';
@@ -256,7 +256,7 @@ export function bindingForDevice(options: DeviceOptions = {}): EngineBinding | D
   if (!gpu) {
     throw new EngineError(
       'NATIVE_FAILURE',
-      'the native addon has no "engineGpu" component; rebuild it: pnpm --filter @agentrl/native build',
+      `the native addon has no "engineGpu" component; rebuild it: ${nativeBuildCommand()}`,
     );
   }
   return wrapGpu(gpu, device, options.precision === 'bf16' ? 1 : 0, options.deviceIndex);

@@ -1,4 +1,4 @@
-import { loadNative } from '@agentrl/native';
+import { loadNative, nativeBuildCommand } from '@agentrl/native';
 import type { NativeModelConfig } from './config.js';
 import { EngineError } from './errors.js';
 
@@ -97,7 +97,7 @@ export function engineBinding(): EngineBinding {
   if (!engine) {
     throw new EngineError(
       'NATIVE_FAILURE',
-      `the native addon has no "engine" component (it has: ${addon.modules().join(', ')}); rebuild it: pnpm --filter @agentrl/native build`,
+      `the native addon has no "engine" component (it has: ${addon.modules().join(', ')}); rebuild it: ${nativeBuildCommand()}`,
     );
   }
   binding = engine;

@@ -1,25 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runBoundaryCase } from './boundary-case.js';
 
 const child = fileURLToPath(new URL('./fixtures/native-boundary-child.mjs', import.meta.url));
 
-/** Runs one case of the child script in its own process: a crash fails the case, not the runner. */
-function run(name: string): {
-  threw: boolean;
-  code?: string;
-  message?: string;
-  isError?: boolean;
-  fuzzThrew?: number;
-} {
-  const r = spawnSync(process.execPath, [child, name], { encoding: 'utf8', timeout: 120_000 });
-  if (r.status !== 0) {
-    throw new Error(
-      `case "${name}" killed its process (status ${r.status}, signal ${r.signal}): ${r.stderr.slice(-500)}`,
-    );
-  }
-  return JSON.parse(r.stdout.trim().split('\n').pop() as string);
-}
+const run = (...argv: string[]) => runBoundaryCase(child, ...argv);
 
 const cases = run('list') as unknown as string[];
 

@@ -1,4 +1,16 @@
 export {
+  CHATML_TEMPLATE,
+  CHATML_TOOLS_TEMPLATE,
+  type ChatTemplateSource,
+  compileChatTemplate,
+  ProtocolError,
+  ProtocolErrorCode,
+  type RenderChatOptions,
+  renderChat,
+  selectChatTemplate,
+  type TemplateMessage,
+} from './chat-template.js';
+export {
   AgentrlError,
   defineErrorCodes,
   describeErrorCode,

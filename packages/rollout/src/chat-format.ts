@@ -1,5 +1,4 @@
-import { CHATML_TOOLS_TEMPLATE, renderChat } from '@agentrl/engine';
-import type { ChatMessage } from '@agentrl/protocol';
+import { CHATML_TOOLS_TEMPLATE, type ChatMessage, renderChat } from '@agentrl/protocol';
 import { RolloutError, RolloutErrorCode } from './errors.js';
 
 /** The text pieces the agent loop needs from a chat template. */
@@ -28,7 +27,7 @@ export interface ChatFormat {
 }
 
 export interface ChatFormatOptions {
-  /** Jinja chat template (HF `chat_template`); defaults to @agentrl/engine's CHATML_TOOLS_TEMPLATE. */
+  /** Jinja chat template (HF `chat_template`); defaults to @agentrl/protocol's CHATML_TOOLS_TEMPLATE. */
   template?: string;
   /**
    * Text that ends an assistant turn as the model samples it; default: the special token that
@@ -52,7 +51,7 @@ const R = '\u0001response-probe\u0001';
 
 /**
  * Builds a ChatFormat from a Jinja chat template, rendered as transformers does (the one renderer,
- * `renderChat` of @agentrl/engine). The turn boundaries are found by rendering probe conversations
+ * `renderChat` of @agentrl/protocol). The turn boundaries are found by rendering probe conversations
  * and cutting around sentinel strings, so any template that renders message contents in order works
  * without knowing its markup.
  */

@@ -1,4 +1,4 @@
-export { CHATML_TEMPLATE, CHATML_TOOLS_TEMPLATE } from '@agentrl/engine';
+export { CHATML_TEMPLATE, CHATML_TOOLS_TEMPLATE } from '@agentrl/protocol';
 export { type AgentLoopContext, runTrajectory, type TrajectoryJob, turnStops } from './agent-loop.js';
 export {
   type ChatFormat,

@@ -53,10 +53,23 @@ describe('the dependency closure of @agentrl/rollout', () => {
       expect(closure.has(higher), higher).toBe(false);
   });
 
-  it('is walked deep enough to see onnxruntime-node where it is (the @agentrl/onnx closure)', () => {
+  it('needs neither the engine nor its native addon (the chat template is in @agentrl/protocol)', () => {
+    expect(closure.has('@agentrl/engine')).toBe(false);
+    expect(closure.has('@agentrl/native')).toBe(false);
+  });
+
+  it('is walked deep enough to see onnx-proto where it is (the @agentrl/onnx closure)', () => {
     const onnx = runtimeClosure(resolve(here, '../../onnx'));
-    expect(onnx.has('onnxruntime-node')).toBe(true);
+    expect(onnx.has('onnx-proto')).toBe(true);
     expect(onnx.has('@agentrl/rollout')).toBe(true);
+  });
+
+  it('leaves onnxruntime-node to the user of @agentrl/onnx (an optional peer: its install script must not break installs)', () => {
+    const onnx = runtimeClosure(resolve(here, '../../onnx'));
+    expect(onnx.has('onnxruntime-node')).toBe(false);
+    const manifest = JSON.parse(readFileSync(resolve(here, '../../onnx/package.json'), 'utf8'));
+    expect(manifest.peerDependencies['onnxruntime-node']).toBeDefined();
+    expect(manifest.peerDependenciesMeta['onnxruntime-node']).toEqual({ optional: true });
   });
 });
 

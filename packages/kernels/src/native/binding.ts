@@ -1,4 +1,4 @@
-import { loadNative, NativeLoadError } from '@agentrl/native';
+import { loadNative, NativeLoadError, nativeBuildCommand } from '@agentrl/native';
 import type { PolicyLossConfig } from '../config.js';
 import { KernelError, KernelErrorCode } from '../errors.js';
 import type { PolicyLossMetrics } from '../types.js';
@@ -107,7 +107,7 @@ export function kernelsAddon(): KernelsAddon {
     if (!k) {
       throw new KernelError(
         KernelErrorCode.BACKEND_UNAVAILABLE,
-        'the native addon has no kernels component; rebuild it: pnpm --filter @agentrl/native build',
+        `the native addon has no kernels component; rebuild it: ${nativeBuildCommand()}`,
       );
     }
     return k;
