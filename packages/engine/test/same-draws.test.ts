@@ -90,11 +90,12 @@ describeEachCpuKernelPath('same tokens, logprobs, loss and gradients as before t
       return;
     }
     expect(now.generations.map((g) => g.tokenIds)).toEqual(want.generations.map((g) => g.tokenIds));
-    const close = (a: number[], b: number[], tol: number) =>
-      a.forEach((x, i) =>
-        expect(Math.abs(x - (b[i] ?? Number.NaN))).toBeLessThan(tol * Math.max(1, Math.abs(x))),
-      );
-    now.generations.forEach((g, i) => close(g.logprobs, want.generations[i]?.logprobs ?? [], 2e-5));
+    const close = (a: number[], b: number[], tol: number) => {
+      for (const [i, x] of a.entries())
+        expect(Math.abs(x - (b[i] ?? Number.NaN))).toBeLessThan(tol * Math.max(1, Math.abs(x)));
+    };
+    for (const [i, g] of now.generations.entries())
+      close(g.logprobs, want.generations[i]?.logprobs ?? [], 2e-5);
     close(now.lossSums, want.lossSums, 2e-5);
   });
 });
