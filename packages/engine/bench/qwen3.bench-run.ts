@@ -106,6 +106,8 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
   }
   const quick = process.env.ENGINE_BENCH_QUICK === '1';
   const rounds = quick ? 1 : Number(process.env.ENGINE_BENCH_ROUNDS ?? 3);
+  // Training rounds cost minutes each (two fresh ~10 GB processes): ENGINE_BENCH_TRAIN_ROUNDS apart.
+  const trainRounds = quick ? 1 : Number(process.env.ENGINE_BENCH_TRAIN_ROUNDS ?? rounds);
   const threads = setEngineThreads(2);
   const native = engineBinding() as ReturnType<typeof engineBinding> & {
     peakGflops(iters: number): { gflops: number; threads: number; isa: string };
@@ -188,7 +190,7 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
   };
   let torchTrainMeta: Record<string, unknown> | undefined;
   const trainReq = { seqs, len, steps: 1, config: override };
-  for (let r = 0; r < rounds; r++) {
+  for (let r = 0; r < trainRounds; r++) {
     sample();
     for (const side of ['engine', 'pytorch'] as const) {
       if (side === 'pytorch' && !torch.ask && !existsSync(PYTHON)) continue;
@@ -289,6 +291,7 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
     threads,
     isa,
     rounds,
+    train_rounds: trainRounds,
     load_average_1m: { samples: loads, median: median(loads) },
     fma_peak_gflops: { median: peak, samples: peaks },
     copy_gbps: { median: copy, samples: copies },
@@ -297,7 +300,7 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
     ...results,
   };
   const head = [
-    `Qwen3-0.6B shape, ${summary.machine}, ${threads} threads, engine kernels ${isa}, commit ${commit}, load average ${median(loads).toFixed(1)} (${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}), FMA peak ${peak.toFixed(1)} GFLOP/s, copy ${copy.toFixed(1)} GB/s, medians of ${rounds} interleaved rounds`,
+    `Qwen3-0.6B shape, ${summary.machine}, ${threads} threads, engine kernels ${isa}, commit ${commit}, load average ${median(loads).toFixed(1)} (${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}), FMA peak ${peak.toFixed(1)} GFLOP/s, copy ${copy.toFixed(1)} GB/s, medians of ${rounds} interleaved decode rounds and ${trainRounds} training rounds`,
     '| | engine | llama.cpp | PyTorch | engine / llama.cpp | engine / PyTorch | engine achieved |',
     '|---|---|---|---|---|---|---|',
   ];
