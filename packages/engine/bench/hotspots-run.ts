@@ -64,16 +64,21 @@ if (what === 'ce') {
   );
   const batch = Number(process.env.BATCH ?? 8);
   const tps: number[] = [];
+  const cpu: number[] = [];
   await decodeRun(model, batch, 2, true, prompt);
-  for (let r = 0; r < rounds; r++)
-    tps.push((await decodeRun(model, batch, 16, true, prompt)).decodeTokensPerS);
+  for (let r = 0; r < rounds; r++) {
+    const run = await decodeRun(model, batch, 16, true, prompt);
+    tps.push(run.decodeTokensPerS);
+    cpu.push(run.decodeCpuMsPerStep);
+  }
   console.log(
     JSON.stringify({
       what,
       batch,
       prompt,
+      cpu_ms_per_step_median: median(cpu),
       tokens_per_s_median: median(tps),
-      tps,
+      cpu,
       load: [load0, loadavg()[0]],
     }),
   );

@@ -136,10 +136,16 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
   };
 
   // --- decode and prefill: three sides on the same shape, rounds interleaved ---------------------
+  // ENGINE_BENCH_QWEN3_PARTS: `decode`, `train` or both (the default) - to run the phases apart.
+  const parts = process.env.ENGINE_BENCH_QWEN3_PARTS ?? 'decode,train';
   const gguf = join(tmpdir(), `agentrl-bench-qwen3-${process.pid}.gguf`);
-  exportGguf(model, gguf, { name: 'agentrl-qwen3-0.6b-bench' });
-  const peer = await openLlamaCpp(gguf);
-  const torch = await openTorch(torchEnv);
+  if (parts.includes('decode')) exportGguf(model, gguf, { name: 'agentrl-qwen3-0.6b-bench' });
+  const peer = parts.includes('decode')
+    ? await openLlamaCpp(gguf)
+    : { llama: null, reason: 'decode not run', version: '' };
+  const torch = parts.includes('decode')
+    ? await openTorch(torchEnv)
+    : { ask: null, reason: 'decode not run' as string };
   results.llama_cpp = peer.llama
     ? {
         release: peer.version,
@@ -152,7 +158,7 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
   console.log(`llama.cpp: ${JSON.stringify(results.llama_cpp)}\nPyTorch: ${JSON.stringify(results.pytorch)}`);
   const decode: Record<string, Record<Side, DecodeFig[]>> = {};
   try {
-    for (const batch of [1, 8, 32]) {
+    for (const batch of parts.includes('decode') ? [1, 8, 32] : []) {
       const newTokens = quick ? 2 : batch === 32 ? 8 : 16;
       const runs: Record<Side, DecodeFig[]> = { engine: [], llama_cpp: [], pytorch: [] };
       await decodeRun(model, batch, 1, true); // packs the panel copy once
@@ -190,10 +196,10 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
   };
   let torchTrainMeta: Record<string, unknown> | undefined;
   const trainReq = { seqs, len, steps: 1, config: override };
-  for (let r = 0; r < trainRounds; r++) {
+  for (let r = 0; r < (parts.includes('train') ? trainRounds : 0); r++) {
     sample();
     for (const side of ['engine', 'pytorch'] as const) {
-      if (side === 'pytorch' && !torch.ask && !existsSync(PYTHON)) continue;
+      if (side === 'pytorch' && !existsSync(PYTHON)) continue;
       try {
         const o = trainChild(side, trainReq, side === 'engine' ? process.env : torchEnv);
         train[side].fwd_bwd_s.push(...o.fwd_bwd_s);
@@ -264,21 +270,23 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
   };
   const te = trainFig('engine');
   const tp = trainFig('pytorch');
-  results.train = {
-    tokens,
-    flops_per_step: trainFlops,
-    engine: te,
-    pytorch: { ...tp, ...torchTrainMeta },
-    engine_vs_pytorch: {
-      fwd_bwd: tp.fwd_bwd_s / te.fwd_bwd_s,
-      adamw: tp.adamw_s / te.adamw_s,
-      step: (tp.fwd_bwd_s + tp.adamw_s) / (te.fwd_bwd_s + te.adamw_s),
-    },
-  };
-  table.push(
-    `| training fwd+bwd, ${seqs} x ${len} tokens (tokens/s) | ${te.tokens_per_s.toFixed(2)} | — | ${tp.tokens_per_s.toFixed(2)} | — | ${(tp.fwd_bwd_s / te.fwd_bwd_s).toFixed(2)}x | ${te.gflops.toFixed(1)} GFLOP/s (${(100 * te.fraction_of_peak).toFixed(0)}% of peak); PyTorch ${tp.gflops.toFixed(1)} |`,
-    `| AdamW update (s) | ${te.adamw_s.toFixed(2)} | — | ${tp.adamw_s.toFixed(2)} | — | ${(tp.adamw_s / te.adamw_s).toFixed(2)}x | 0.6B fp32 weights, moments |`,
-  );
+  if (parts.includes('train'))
+    results.train = {
+      tokens,
+      flops_per_step: trainFlops,
+      engine: te,
+      pytorch: { ...tp, ...torchTrainMeta },
+      engine_vs_pytorch: {
+        fwd_bwd: tp.fwd_bwd_s / te.fwd_bwd_s,
+        adamw: tp.adamw_s / te.adamw_s,
+        step: (tp.fwd_bwd_s + tp.adamw_s) / (te.fwd_bwd_s + te.adamw_s),
+      },
+    };
+  if (parts.includes('train'))
+    table.push(
+      `| training fwd+bwd, ${seqs} x ${len} tokens (tokens/s) | ${te.tokens_per_s.toFixed(2)} | — | ${tp.tokens_per_s.toFixed(2)} | — | ${(tp.fwd_bwd_s / te.fwd_bwd_s).toFixed(2)}x | ${te.gflops.toFixed(1)} GFLOP/s (${(100 * te.fraction_of_peak).toFixed(0)}% of peak); PyTorch ${tp.gflops.toFixed(1)} |`,
+      `| AdamW update (s) | ${te.adamw_s.toFixed(2)} | — | ${tp.adamw_s.toFixed(2)} | — | ${(tp.adamw_s / te.adamw_s).toFixed(2)}x | 0.6B fp32 weights, moments |`,
+    );
   let commit = 'unknown';
   try {
     commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
@@ -307,7 +315,7 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
   console.log([...head, ...table].join('\n'));
   mkdirSync(resolve(root, 'bench-results'), { recursive: true });
   writeFileSync(
-    resolve(root, 'bench-results/engine-qwen3.json'),
+    resolve(root, `bench-results/engine-qwen3${parts === 'decode,train' ? '' : `-${parts}`}.json`),
     `${JSON.stringify({ ...summary, table: [...head, ...table] }, null, 2)}\n`,
   );
 });
