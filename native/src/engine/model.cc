@@ -441,12 +441,17 @@ double Model::CrossEntropyBackward(const int32_t* targets, float scale, const La
   std::vector<int> rows;
   for (size_t t = 0; t < T; ++t)
     if (targets[t] >= 0) rows.push_back(static_cast<int>(t));
-  Buffer dh(T * h);
+  Buffer& dh = ce_dh_;
+  dh.Resize(T * h);
   dh.Zero();
   const float* w = Lm(params_.data());
   float* gw = Lm(grads_.data());
   constexpr int kChunk = 256;
-  Buffer hb(static_cast<size_t>(kChunk) * h), lg(static_cast<size_t>(kChunk) * vocab), dhb(static_cast<size_t>(kChunk) * h);
+  const size_t chunk = std::min<size_t>(kChunk, std::max<size_t>(rows.size(), 1));
+  Buffer &hb = ce_h_, &lg = ce_logits_, &dhb = ce_dh_chunk_;
+  hb.Resize(chunk * h);
+  lg.Resize(chunk * vocab);
+  dhb.Resize(chunk * h);
   double loss = 0.0;
   for (size_t r0 = 0; r0 < rows.size(); r0 += kChunk) {
     const int n = static_cast<int>(std::min<size_t>(kChunk, rows.size() - r0));

@@ -157,6 +157,9 @@ class Model {
   std::vector<LayerActs> acts_;
   LayerActs scratch_;
   Buffer hidden_, rf_, act_, dact_, dxn_, dres_, datt_, dq_, dk_, dv_, dtmp_, x_scratch_;
+  // Scratch of CrossEntropyBackward, kept between calls: its logits chunk alone is 256 x vocab floats
+  // (155 MB at 151,936), whose page faults and zeroing a fresh allocation paid on every call.
+  Buffer ce_dh_, ce_h_, ce_logits_, ce_dh_chunk_;
   Buffer rope_cos_, rope_sin_;
   // Scratch of Extend (inference), separate from the training activations.
   LayerActs infer_acts_;

@@ -19,13 +19,19 @@ export const LLAMA_100M: ModelConfigInput = {
 };
 
 /**
- * Prefill (32-token prompts, timed with the first sampled token) then decode `newTokens` more per
- * sequence (timed apart), `batch` sequences at once, temperature 1, no stop tokens.
+ * Prefill (`promptLength`-token prompts, default 32, timed with the first sampled token) then decode
+ * `newTokens` more per sequence (timed apart), `batch` sequences at once, temperature 1, no stop tokens.
  */
-export async function decodeRun(model: Model, batch: number, newTokens: number, batchInvariant: boolean) {
+export async function decodeRun(
+  model: Model,
+  batch: number,
+  newTokens: number,
+  batchInvariant: boolean,
+  promptLength = 32,
+) {
   const gen = createGenerator(model, { batchInvariant });
   const prompts = Array.from({ length: batch }, (_, i) =>
-    Array.from({ length: 32 }, (_, t) => (i * 31 + t * 3) % model.shape.vocab),
+    Array.from({ length: promptLength }, (_, t) => (i * 31 + t * 3) % model.shape.vocab),
   );
   let t0 = now();
   const first = await gen.generate(
@@ -52,7 +58,7 @@ export async function decodeRun(model: Model, batch: number, newTokens: number, 
     decodeTokensPerS: produced / decode,
     /** CPU time of the whole process per decode step (all threads): what the step costs, whatever the load. */
     decodeCpuMsPerStep: (cpu.user + cpu.system) / 1000 / newTokens,
-    prefillTokensPerS: (32 * batch) / prefill,
+    prefillTokensPerS: (promptLength * batch) / prefill,
     steps: newTokens,
     decode,
   };

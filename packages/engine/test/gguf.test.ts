@@ -10,9 +10,9 @@ import { createModel } from '../src/model.js';
 import { tinyConfig } from './helpers.js';
 
 // Vocabulary 300 (room for the 259 special and byte tokens), GQA 4/2, head_dim 16, untied and tied.
-const config = (tied: boolean) =>
+const config = (tied: boolean, arch = 'LlamaForCausalLM') =>
   tinyConfig({
-    architectures: ['LlamaForCausalLM'],
+    architectures: [arch],
     vocab_size: 300,
     hidden_size: 64,
     intermediate_size: 96,
@@ -68,12 +68,39 @@ describe('GGUF export', () => {
     );
   });
 
+  it('writes Qwen3 as qwen3 (q/k norms, rows not permuted) and Qwen2 as qwen2 (q/k/v biases)', () => {
+    const q3 = createModel(config(false, 'Qwen3ForCausalLM'), { seed: 5, training: false });
+    exportGguf(q3, join(dir, 'q3.gguf'));
+    const f3 = readGguf(join(dir, 'q3.gguf'));
+    expect(f3.metadata.get('general.architecture')).toBe('qwen3');
+    expect(f3.metadata.get('qwen3.attention.key_length')).toBe(16);
+    expect(f3.metadata.has('llama.block_count')).toBe(false);
+    // 2 layers x 11 tensors (9 + q/k norms) + embedding + final norm + lm_head.
+    expect(f3.tensors.size).toBe(25);
+    expect(f3.tensors.get('blk.1.attn_k_norm.weight')?.shape).toEqual([16]);
+    expect(f3.tensors.get('blk.0.attn_q.weight')?.data).toEqual(
+      q3.parameter('model.layers.0.self_attn.q_proj.weight')?.data,
+    );
+    const q2 = createModel(config(true, 'Qwen2ForCausalLM'), { seed: 5, training: false });
+    exportGguf(q2, join(dir, 'q2.gguf'));
+    const f2 = readGguf(join(dir, 'q2.gguf'));
+    expect(f2.metadata.get('general.architecture')).toBe('qwen2');
+    expect(f2.metadata.get('qwen2.attention.head_count_kv')).toBe(2);
+    expect(f2.tensors.get('blk.0.attn_v.bias')?.shape).toEqual([32]);
+    expect(f2.tensors.size).toBe(2 * 12 + 2);
+  });
+
   it('omits output.weight for tied embeddings and refuses what llama.cpp would run otherwise', () => {
     const tied = createModel(config(true), { seed: 5, training: false });
     exportGguf(tied, join(dir, 'tied.gguf'));
     expect(readGguf(join(dir, 'tied.gguf')).tensors.has('output.weight')).toBe(false);
-    const qwen = createModel(tinyConfig({ vocab_size: 300 }), { seed: 1, training: false });
-    expect(() => exportGguf(qwen, join(dir, 'qwen.gguf'))).toThrow(/only plain Llama models export/);
+    const biased = createModel(tinyConfig({ ...config(false), attention_bias: true }), {
+      seed: 1,
+      training: false,
+    });
+    expect(() => exportGguf(biased, join(dir, 'biased.gguf'))).toThrow(
+      /LlamaForCausalLM with attention_bias does not export; .*Qwen3ForCausalLM do/,
+    );
     const small = createModel(tinyConfig({ architectures: ['LlamaForCausalLM'] }), {
       seed: 1,
       training: false,
@@ -93,9 +120,21 @@ describe('GGUF export', () => {
   it.skipIf(!llamaCppEntry(process.env.AGENTRL_LLAMA_CPP))(
     'llama.cpp loads the export and its logits for a prompt match the engine to 1e-4',
     async () => {
-      for (const tied of [false, true]) {
-        const model = createModel(config(tied), { seed: 9, training: false });
-        const path = join(dir, `peer-${tied}.gguf`);
+      for (const [tied, arch] of [
+        [false, 'LlamaForCausalLM'],
+        [true, 'LlamaForCausalLM'],
+        [true, 'Qwen3ForCausalLM'],
+        [false, 'Qwen2ForCausalLM'],
+      ] as const) {
+        const model = createModel(config(tied, arch), { seed: 9, training: false });
+        if (arch === 'Qwen2ForCausalLM') {
+          // Random init leaves biases at zero: give them values, so a misplaced bias shows.
+          for (const p of model.parameters())
+            if (p.name.endsWith('.bias'))
+              for (let i = 0; i < p.data.length; i++) p.data[i] = 0.05 * Math.sin(i + 1);
+          model.markWeightsChanged();
+        }
+        const path = join(dir, `peer-${arch}-${tied}.gguf`);
         exportGguf(model, path);
         const opened = await openLlamaCpp(path);
         if (!opened.llama) throw new Error(opened.reason);

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 #if defined(AGENTRL_HAVE_OPENMP)
@@ -258,8 +258,9 @@ void AttentionBackward(const float* q, const float* k, const float* v, const flo
 namespace {
 
 // scores[j] = scale * q . k_j for j < n, keys stored transposed (row c = component c of every key).
-// Blocks of 64 keys keep four vector accumulators in registers across all d components.
-void CachedScores(const float* q, const float* kt, size_t cap, int n, int d, float scale, float* scores) {
+// Blocks of 64 keys keep four vector accumulators in registers across all d components (the AVX2
+// level takes CachedScoresPairAvx2 instead).
+[[maybe_unused]] void CachedScores(const float* q, const float* kt, size_t cap, int n, int d, float scale, float* scores) {
 #if defined(__AVX512F__)
   // Masked loads cover the last partial block without reading past the row (or the buffer).
   const __m512 sc = _mm512_set1_ps(scale);
@@ -295,28 +296,40 @@ void CachedScores(const float* q, const float* kt, size_t cap, int n, int d, flo
 #endif
 }
 
-// out[0:d] = sum_j (p[j] * inv) v_j (rows of stride ks) with the arithmetic of the training forward's
-// O = P V on the packed SGEMM: P normalised first, then per component one FMA chain over j inside
-// each 256-long block of j, the blocks' sums added in order. So a sampled token's attention output
-// is bit-identical to the training forward's (see panel_gemm.h for the same rule on the linears).
-void CachedValues(float* p, float inv, const float* v, int ks, int n, int d, float* out, float* acc) {
-  for (int j = 0; j < n; ++j) p[j] *= inv;
-  for (int j0 = 0; j0 < n; j0 += kSgemmKc) {
-    const int j1 = std::min(n, j0 + kSgemmKc);
-    float* dst = j0 == 0 ? out : acc;
-    std::memset(dst, 0, sizeof(float) * d);
-    for (int j = j0; j < j1; ++j) {
-      const float pj = p[j];
-      const float* vj = v + static_cast<size_t>(j) * ks;
-#pragma omp simd
-      for (int c = 0; c < d; ++c) dst[c] = MulAdd(pj, vj[c], dst[c]);
-    }
-    if (j0 > 0) {
-#pragma omp simd
-      for (int c = 0; c < d; ++c) out[c] += acc[c];
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+// The AVX2 scores of two query heads of one GQA group against a block of up to 32 keys: each key
+// row slice is loaded once for both heads, four accumulators each. Per element the arithmetic of
+// CachedScores (an FMA chain over c from zero, then times scale), so the results are the same bits.
+void CachedScoresPairAvx2(const float* q0, const float* q1, const float* kt, size_t cap, int n, int d, float scale,
+                          float* s0, float* s1) {
+  alignas(32) static const int kLane[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  __m256i m[4];
+  for (int i = 0; i < 4; ++i) {
+    const int left = std::min(8, std::max(0, n - 8 * i));
+    m[i] = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_load_si256(reinterpret_cast<const __m256i*>(kLane)));
+  }
+  __m256 a[4], b[4];
+  for (int i = 0; i < 4; ++i) a[i] = b[i] = _mm256_setzero_ps();
+  for (int c = 0; c < d; ++c) {
+    const float* row = kt + static_cast<size_t>(c) * cap;
+    const __m256 x0 = _mm256_set1_ps(q0[c]);
+    const __m256 x1 = _mm256_set1_ps(q1 ? q1[c] : 0.0f);
+    for (int i = 0; i < 4; ++i) {
+      const __m256 r = n >= 32 ? _mm256_loadu_ps(row + 8 * i) : _mm256_maskload_ps(row + 8 * i, m[i]);
+      a[i] = _mm256_fmadd_ps(x0, r, a[i]);
+      b[i] = _mm256_fmadd_ps(x1, r, b[i]);
     }
   }
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int i = 0; i < 4; ++i) {
+    _mm256_maskstore_ps(s0 + 8 * i, m[i], _mm256_mul_ps(a[i], sc));
+    if (s1) _mm256_maskstore_ps(s1 + 8 * i, m[i], _mm256_mul_ps(b[i], sc));
+  }
 }
+constexpr int kCachedKeyBlock = 32;
+#else
+constexpr int kCachedKeyBlock = 64;
+#endif
 
 }  // namespace
 
@@ -333,28 +346,79 @@ struct CachedAttention {
   int tasks, per_chunk;
 };
 
-// Tasks (token, head) [chunk * per_chunk, ...): each task's arithmetic is its own, whoever runs it.
+// Key blocks of the scores (kCachedKeyBlock keys, above): one block is read from memory once and
+// stays in L1 while every query head of its GQA group scores against it.
+
+// Tasks (token, kv head) [chunk * per_chunk, ...): the group's query heads together, so the cached
+// keys and values of the kv head are read once per group instead of once per query head. Each query
+// head's arithmetic is unchanged (scores per 64-key block, the same ExpShifted, then for each value
+// component the same FMA chain over j inside each kSgemmKc block, blocks added in order), so the
+// outputs are bit-identical to one head at a time, and to the training forward's O = P V on the
+// packed SGEMM: P normalised first, then per component one FMA chain over j inside each
+// kSgemmKc-long block of j, the blocks' sums added in order (see panel_gemm.h for the same rule on
+// the linears).
 void CachedAttentionChunk(void* ctx, int chunk) {
   const CachedAttention& a = *static_cast<const CachedAttention*>(ctx);
   const AttnShape& s = a.s;
   const int d = s.head_dim, qs = s.heads * d, ks = s.kv_heads * d, group = s.heads / s.kv_heads;
   thread_local std::vector<float> p, acc;
-  if (static_cast<int>(acc.size()) < d) acc.resize(d);
+  if (static_cast<int>(acc.size()) < group * d) acc.resize(static_cast<size_t>(group) * d);
   const int end = std::min(a.tasks, (chunk + 1) * a.per_chunk);
   for (int task = chunk * a.per_chunk; task < end; ++task) {
-    const int t = task / s.heads;
-    const int h = task % s.heads;
-    const int g = h / group;
+    const int t = task / s.kv_heads;
+    const int g = task % s.kv_heads;
     const int n = a.pos[t] + 1;
     const size_t cap = static_cast<size_t>(a.cache_cap[a.seq_of[t]]);
     const float* kt = a.k_cache_t[a.seq_of[t]] + static_cast<size_t>(g) * d * cap;
-    const float* vc = a.v_cache[a.seq_of[t]];
-    if (static_cast<int>(p.size()) < n) p.resize(n);
-    float* pr = p.data();
-    const float* qi = a.q + static_cast<size_t>(t) * qs + h * d;
-    CachedScores(qi, kt, cap, n, d, s.scale, pr);
-    CachedValues(pr, 1.0f / ExpShifted(pr, n), vc + static_cast<size_t>(g) * d, ks, n, d, a.out + static_cast<size_t>(t) * qs + h * d,
-                 acc.data());
+    const float* vg = a.v_cache[a.seq_of[t]] + static_cast<size_t>(g) * d;
+    if (p.size() < static_cast<size_t>(group) * n) p.resize(static_cast<size_t>(group) * n);
+    const float* qg = a.q + static_cast<size_t>(t) * qs + static_cast<size_t>(g) * group * d;
+    float* og = a.out + static_cast<size_t>(t) * qs + static_cast<size_t>(g) * group * d;
+    // Scores of every head of the group, a key block at a time (CachedScores on a block equals its
+    // slice of the whole row: each block's accumulators start at zero over all d components).
+    for (int j0 = 0; j0 < n; j0 += kCachedKeyBlock) {
+      const int nb = std::min(kCachedKeyBlock, n - j0);
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+      for (int r = 0; r < group; r += 2) {
+        const bool two = r + 1 < group;
+        CachedScoresPairAvx2(qg + static_cast<size_t>(r) * d, two ? qg + static_cast<size_t>(r + 1) * d : nullptr,
+                             kt + j0, cap, nb, d, s.scale, p.data() + static_cast<size_t>(r) * n + j0,
+                             two ? p.data() + static_cast<size_t>(r + 1) * n + j0 : nullptr);
+      }
+#else
+      for (int r = 0; r < group; ++r)
+        CachedScores(qg + static_cast<size_t>(r) * d, kt + j0, cap, nb, d, s.scale, p.data() + static_cast<size_t>(r) * n + j0);
+#endif
+    }
+    for (int r = 0; r < group; ++r) {
+      float* pr = p.data() + static_cast<size_t>(r) * n;
+      const float inv = 1.0f / ExpShifted(pr, n);
+      for (int j = 0; j < n; ++j) pr[j] *= inv;
+    }
+    // Values: each value row is read once for the group, every head's FMA chains advanced on it.
+    for (int j0 = 0; j0 < n; j0 += kSgemmKc) {
+      const int j1 = std::min(n, j0 + kSgemmKc);
+      for (int r = 0; r < group; ++r)
+        std::memset(j0 == 0 ? og + static_cast<size_t>(r) * d : acc.data() + static_cast<size_t>(r) * d, 0,
+                    sizeof(float) * d);
+      for (int j = j0; j < j1; ++j) {
+        const float* vj = vg + static_cast<size_t>(j) * ks;
+        for (int r = 0; r < group; ++r) {
+          const float pj = p[static_cast<size_t>(r) * n + j];
+          float* dst = j0 == 0 ? og + static_cast<size_t>(r) * d : acc.data() + static_cast<size_t>(r) * d;
+#pragma omp simd
+          for (int c = 0; c < d; ++c) dst[c] = MulAdd(pj, vj[c], dst[c]);
+        }
+      }
+      if (j0 > 0) {
+        for (int r = 0; r < group; ++r) {
+          float* o = og + static_cast<size_t>(r) * d;
+          const float* ar = acc.data() + static_cast<size_t>(r) * d;
+#pragma omp simd
+          for (int c = 0; c < d; ++c) o[c] += ar[c];
+        }
+      }
+    }
   }
 }
 
@@ -363,14 +427,15 @@ void CachedAttentionChunk(void* ctx, int chunk) {
 void AttentionCached(const float* q, float* out, const int32_t* seq_of, const int32_t* pos, int total,
                      const float* const* k_cache_t, const int32_t* cache_cap, const float* const* v_cache,
                      const AttnShape& s) {
-  const int tasks = total * s.heads;
+  const int tasks = total * s.kv_heads;
   int threads = 1;
 #if defined(AGENTRL_HAVE_OPENMP)
   threads = omp_in_parallel() ? 1 : omp_get_max_threads();
 #endif
   // Split (on the chunk pool, which never waits for a helper that is not running) only when the
   // scores and values are worth it: a short-context decode step's attention is a few microseconds.
-  const bool split = threads > 1 && static_cast<double>(tasks) * (pos[total - 1] + 1) * s.head_dim > 2e5;
+  const bool split =
+      threads > 1 && static_cast<double>(total) * s.heads * (pos[total - 1] + 1) * s.head_dim > 2e5;
   const int chunks = split ? std::min(tasks, 8 * threads) : 1;
   CachedAttention a{q, out, seq_of, pos, k_cache_t, cache_cap, v_cache, s, tasks, (tasks + chunks - 1) / chunks};
   RunChunks(chunks, threads, CachedAttentionChunk, &a);

@@ -1,5 +1,6 @@
-// A GGUF v3 writer (ggml's docs/gguf.md) for the engine's Llama-architecture models, so llama.cpp
-// can run the same weights: fp32 tensors, `llama.*` hyperparameters and an SPM-style vocabulary.
+// A GGUF v3 writer (ggml's docs/gguf.md) for the engine's Llama, Qwen2 and Qwen3 models, so
+// llama.cpp can run the same weights and architecture: fp32 tensors, `<arch>.*` hyperparameters
+// (llama.cpp's `llama`, `qwen2` and `qwen3`) and an SPM-style vocabulary.
 // It exists for side-by-side checks (logits, decode speed), not as a conversion tool for HF models.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { EngineError } from '../errors.js';
@@ -100,6 +101,13 @@ export function permuteRopeRows(w: Float32Array, heads: number, inFeatures: numb
   return out;
 }
 
+/** The llama.cpp architecture of each HF architecture this writer exports. */
+const GGUF_ARCH: Record<string, 'llama' | 'qwen2' | 'qwen3'> = {
+  LlamaForCausalLM: 'llama',
+  Qwen2ForCausalLM: 'qwen2',
+  Qwen3ForCausalLM: 'qwen3',
+};
+
 /** llama.cpp tensor names of the HF names the engine uses (`blk.N.*`). */
 function ggufName(hf: string): string {
   const fixed: Record<string, string> = {
@@ -116,6 +124,11 @@ function ggufName(hf: string): string {
     'self_attn.k_proj.weight': 'attn_k.weight',
     'self_attn.v_proj.weight': 'attn_v.weight',
     'self_attn.o_proj.weight': 'attn_output.weight',
+    'self_attn.q_proj.bias': 'attn_q.bias',
+    'self_attn.k_proj.bias': 'attn_k.bias',
+    'self_attn.v_proj.bias': 'attn_v.bias',
+    'self_attn.q_norm.weight': 'attn_q_norm.weight',
+    'self_attn.k_norm.weight': 'attn_k_norm.weight',
     'post_attention_layernorm.weight': 'ffn_norm.weight',
     'mlp.gate_proj.weight': 'ffn_gate.weight',
     'mlp.up_proj.weight': 'ffn_up.weight',
@@ -127,17 +140,23 @@ function ggufName(hf: string): string {
   return `blk.${m[1]}.${suffix}`;
 }
 
-/** The metadata and tensors of a GGUF file for `model` (llama architecture, fp32). */
+/**
+ * The metadata and tensors of a GGUF file for `model` (fp32): Llama without biases as `llama`,
+ * Qwen2 (q/k/v biases) as `qwen2`, Qwen3 (q/k norms) as `qwen3`. llama.cpp's Qwen architectures
+ * rotate halves as HF does (NEOX RoPE), so only `llama` has its q/k rows permuted.
+ */
 export function ggufContents(
   model: Model,
   options: ExportGgufOptions = {},
 ): { metadata: [string, GgufValue][]; tensors: GgufTensor[] } {
   const s = model.shape;
-  const arch = model.config.architectures[0];
-  if (arch !== 'LlamaForCausalLM' || s.qkNorm || s.qkvBias || s.oBias) {
+  const hfArch = model.config.architectures[0] ?? '';
+  const arch = GGUF_ARCH[hfArch];
+  // llama.cpp's graphs for these have no o_proj bias, and only qwen2's has q/k/v biases.
+  if (!arch || s.oBias || (arch !== 'qwen2' && s.qkvBias)) {
     throw new EngineError(
       'UNSUPPORTED_ARCHITECTURE',
-      `gguf: only plain Llama models export (architecture LlamaForCausalLM without q/k norms or biases); this one is ${arch}`,
+      `gguf: ${hfArch}${s.oBias || s.qkvBias ? ' with attention_bias' : ''} does not export; LlamaForCausalLM without biases, Qwen2ForCausalLM and Qwen3ForCausalLM do`,
     );
   }
   const vocab = options.tokens
@@ -155,22 +174,22 @@ export function ggufContents(
   }
   const u32 = (value: number): GgufValue => ({ type: 'u32', value });
   const metadata: [string, GgufValue][] = [
-    ['general.architecture', { type: 'string', value: 'llama' }],
+    ['general.architecture', { type: 'string', value: arch }],
     ['general.name', { type: 'string', value: options.name ?? 'agentrl' }],
     ['general.alignment', u32(ALIGNMENT)],
     ['general.file_type', u32(0)], // LLAMA_FTYPE_ALL_F32
-    ['llama.context_length', u32(s.maxPositions)],
-    ['llama.embedding_length', u32(s.hidden)],
-    ['llama.block_count', u32(s.layers)],
-    ['llama.feed_forward_length', u32(s.intermediate)],
-    ['llama.attention.head_count', u32(s.heads)],
-    ['llama.attention.head_count_kv', u32(s.kvHeads)],
-    ['llama.attention.key_length', u32(s.headDim)],
-    ['llama.attention.value_length', u32(s.headDim)],
-    ['llama.rope.dimension_count', u32(s.headDim)],
-    ['llama.rope.freq_base', { type: 'f32', value: s.ropeTheta }],
-    ['llama.attention.layer_norm_rms_epsilon', { type: 'f32', value: s.eps }],
-    ['llama.vocab_size', u32(s.vocab)],
+    [`${arch}.context_length`, u32(s.maxPositions)],
+    [`${arch}.embedding_length`, u32(s.hidden)],
+    [`${arch}.block_count`, u32(s.layers)],
+    [`${arch}.feed_forward_length`, u32(s.intermediate)],
+    [`${arch}.attention.head_count`, u32(s.heads)],
+    [`${arch}.attention.head_count_kv`, u32(s.kvHeads)],
+    [`${arch}.attention.key_length`, u32(s.headDim)],
+    [`${arch}.attention.value_length`, u32(s.headDim)],
+    [`${arch}.rope.dimension_count`, u32(s.headDim)],
+    [`${arch}.rope.freq_base`, { type: 'f32', value: s.ropeTheta }],
+    [`${arch}.attention.layer_norm_rms_epsilon`, { type: 'f32', value: s.eps }],
+    [`${arch}.vocab_size`, u32(s.vocab)],
     ['tokenizer.ggml.model', { type: 'string', value: 'llama' }],
     ['tokenizer.ggml.tokens', { type: 'array', of: 'string', value: vocab.tokens }],
     ['tokenizer.ggml.scores', { type: 'array', of: 'f32', value: vocab.scores }],
@@ -183,6 +202,7 @@ export function ggufContents(
   const tensors = model.parameters().map((p): GgufTensor => {
     const name = ggufName(p.name);
     let data = p.data;
+    if (arch !== 'llama') return { name, shape: p.shape, data };
     if (name.endsWith('attn_q.weight')) data = permuteRopeRows(p.data, s.heads, s.hidden);
     else if (name.endsWith('attn_k.weight')) data = permuteRopeRows(p.data, s.kvHeads, s.hidden);
     return { name, shape: p.shape, data };
@@ -314,7 +334,7 @@ export function writeGguf(
   }
 }
 
-/** Exports `model` to `path` as an fp32 GGUF that llama.cpp loads (llama architecture). */
+/** Exports `model` to `path` as an fp32 GGUF that llama.cpp loads (llama, qwen2 or qwen3). */
 export function exportGguf(model: Model, path: string, options: ExportGgufOptions = {}): void {
   const { metadata, tensors } = ggufContents(model, options);
   writeGguf(path, metadata, tensors);
