@@ -14,6 +14,10 @@ let skipped = 0;
 const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 for (const f of files) {
   const r = JSON.parse(readFileSync(join(dir, f), 'utf8'));
+  if (typeof r.numTotalTests !== 'number') {
+    console.log(`${f}: not a vitest report, left out`);
+    continue;
+  }
   passed += r.numPassedTests ?? 0;
   failed += (r.numFailedTests ?? 0) + (r.numRuntimeErrorTestSuites ?? 0) + (r.numFailedTestSuites ?? 0);
   skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);

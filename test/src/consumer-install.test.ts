@@ -5,7 +5,7 @@
 // It also checks that @agentrl/rollout installs and renders a chat prompt without the engine or the
 // native addon, and that a consumer without a prebuilt addon gets commands that work outside the
 // workspace. Needs the npm registry (for the packages' third-party dependencies) and a built
-// workspace (`pnpm build`). Writes its figures to test-results/consumer-install.json.
+// workspace (`pnpm build`). Writes its figures to bench-results/consumer-install.json.
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
   cpSync,
@@ -96,7 +96,8 @@ beforeAll(() => {
 }, 240_000);
 
 afterAll(() => {
-  const dir = process.env.AGENTRL_TEST_REPORT_DIR ?? join(REPO_ROOT, 'test-results');
+  // beside the benches' figures (git-ignored), not among the vitest reports CI sums up
+  const dir = join(REPO_ROOT, 'bench-results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'consumer-install.json'), `${JSON.stringify(figures, null, 2)}\n`);
   rmSync(work, { recursive: true, force: true });
