@@ -13,6 +13,7 @@ import {
 } from '../math/evaluate.js';
 import { foldConstants } from '../math/fold.js';
 import * as R from '../math/rational.js';
+import { enterMemo, leaveMemo, memoActive, memoTable } from '../memo.js';
 import { expandPm } from './expand.js';
 import { decidable, floatsAgree, isZero, numbersClose } from './numbers.js';
 import { hasSymbols, isVariableLike, type Reduced, reduceRelation } from './reduce.js';
@@ -28,10 +29,19 @@ export interface CompareOptions {
 
 /** Is `pred` mathematically the same answer as `gold`? Gold and prediction are not symmetric. */
 export function answersEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
+  enterMemo();
+  try {
+    return equalAnswers(gold, pred, o);
+  } finally {
+    leaveMemo();
+  }
+}
+
+function equalAnswers(gold: Node, pred: Node, o: CompareOptions): boolean {
   o.deadline.check();
   if (gold.k === 'pct' || pred.k === 'pct') {
     if (scalarEqual(gold, pred, o)) return true;
-    return answersEqual(unPct(gold), unPct(pred), o);
+    return equalAnswers(unPct(gold), unPct(pred), o);
   }
   if (gold.k === 'rel' || pred.k === 'rel') return relationsEqual(gold, pred, o);
   if (isCollection(gold) || isCollection(pred)) return collectionsEqual(gold, pred, o);
@@ -73,7 +83,7 @@ function relationsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
   const g = reduce(gold);
   const p = reduce(pred);
   if (g.k === 'value' && p.k === 'value') {
-    if (answersEqual(g.value, p.value, o)) return true;
+    if (equalAnswers(g.value, p.value, o)) return true;
     return g.equation !== null && p.equation !== null && equationsEqual(g.equation, p.equation, o);
   }
   const ge = g.k === 'equation' ? eqNode(g.lhs, g.rhs) : g.k === 'value' ? g.equation : null;
@@ -83,11 +93,11 @@ function relationsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
   // Asymmetry kept from Math-Verify: an inequality gold accepts the interval, not the reverse.
   if (g.k === 'inequality' && p.k === 'value') {
     const interval = toInterval(g);
-    return interval !== null && answersEqual(interval, p.value, o);
+    return interval !== null && equalAnswers(interval, p.value, o);
   }
   if (o.allowSetRelation && g.k === 'value' && p.k === 'inequality') {
     const interval = toInterval(p);
-    return interval !== null && answersEqual(g.value, interval, o);
+    return interval !== null && equalAnswers(g.value, interval, o);
   }
   if (g.k === 'other' && p.k === 'other') return canonicalNode(g.node) === canonicalNode(p.node);
   return false;
@@ -196,8 +206,9 @@ const samplerFor = (names: string[], a: Node, b: Node): ((i: number) => Env) | n
  * a fifth of such a call. Nodes are parsed afresh by each verify() call, so nothing is shared between
  * calls, and the values are those the uncached functions return.
  */
-const foldedCache = new WeakMap<Node, Node>();
+const foldedCache = memoTable<Node, Node>();
 function folded(n: Node, o: CompareOptions): Node {
+  if (!memoActive()) return foldConstants(n, o.deadline);
   let f = foldedCache.get(n);
   if (f === undefined) {
     f = foldConstants(n, o.deadline);
@@ -283,7 +294,7 @@ function itemEqual(g: Node, p: Node, o: CompareOptions): boolean {
     )
       return false;
   }
-  return answersEqual(g, p, o);
+  return equalAnswers(g, p, o);
 }
 
 /** Same elements both ways (duplicates collapse, order ignored); each pair is compared once. */
@@ -321,13 +332,13 @@ function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
     if (pred.k === 'tuple') {
       if (gold.items.length !== pred.items.length) return false;
       if (gold.open !== pred.open || gold.close !== pred.close) return false;
-      return gold.items.every((g, i) => answersEqual(g, pred.items[i] as Node, o));
+      return gold.items.every((g, i) => equalAnswers(g, pred.items[i] as Node, o));
     }
     // (1,3) against {1,3}: the order must still match
     if (pred.k === 'list' && gold.open === '(' && gold.close === ')')
       return (
         gold.items.length === pred.items.length &&
-        gold.items.every((g, i) => answersEqual(g, pred.items[i] as Node, o))
+        gold.items.every((g, i) => equalAnswers(g, pred.items[i] as Node, o))
       );
     return false;
   }

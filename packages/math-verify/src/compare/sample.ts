@@ -2,13 +2,15 @@ import { fnv1a, fnv1aWord, Rng } from '@agentrl/protocol';
 import type { Node } from '../latex/ast.js';
 import { exactNum, type Num } from '../math/evaluate.js';
 import * as R from '../math/rational.js';
+import { memoActive, memoTable } from '../memo.js';
 
-const symbolsCache = new WeakMap<Node, ReadonlySet<string>>();
+const symbolsCache = memoTable<Node, ReadonlySet<string>>();
 const NO_NAMES: ReadonlySet<string> = new Set();
 
 /** Free symbol names of an expression (`e` is Euler's number, not a symbol), once per node. */
 export function symbolsOf(n: Node): ReadonlySet<string> {
   if (n.k === 'num' || n.k === 'const') return NO_NAMES; // most matrix cells and list items: no map entry
+  if (!memoActive()) return collectSymbols(n, new Set());
   let s = symbolsCache.get(n);
   if (s === undefined) {
     s = collectSymbols(n, new Set());
@@ -131,10 +133,11 @@ function isInteger(n: Node): boolean {
 }
 
 const SEED_BASE = fnv1a('math-verify');
-const seedCache = new WeakMap<Node, number>();
+const seedCache = memoTable<Node, number>();
 
 /** One side's share of a comparison's seed, hashed once per node (a list's items meet several others). */
 function seedOf(n: Node): number {
+  if (!memoActive()) return hashNode(n, SEED_BASE);
   let h = seedCache.get(n);
   if (h === undefined) {
     h = hashNode(n, SEED_BASE);

@@ -1,5 +1,6 @@
 import type { Deadline } from '../deadline.js';
 import type { Node } from '../latex/ast.js';
+import { memoActive, memoTable } from '../memo.js';
 import * as R from './rational.js';
 
 /**
@@ -48,13 +49,14 @@ const isMat = (v: Val): v is Mat => 'rows' in v;
 /** Symbol values for sampling (exact rationals, so polynomials stay exact); `e` is Euler's number unless bound. */
 export type Env = ReadonlyMap<string, Num>;
 
-const literals = new WeakMap<Node, Num>();
+const literals = memoTable<Node, Num>();
 
 export function evaluate(node: Node, env: Env, deadline: Deadline): Val {
   deadline.check();
   switch (node.k) {
     case 'num': {
       // a literal meets every sample point: its Num is made once (BigInt to double is not free)
+      if (!memoActive()) return exactNum(node.v);
       let v = literals.get(node);
       if (v === undefined) {
         v = exactNum(node.v);
