@@ -11,9 +11,8 @@ import {
   numOp,
   type Val,
 } from '../math/evaluate.js';
-import { foldConstants } from '../math/fold.js';
 import * as R from '../math/rational.js';
-import { enterMemo, leaveMemo, memoActive, memoTable } from '../memo.js';
+import { enterMemo, leaveMemo } from '../memo.js';
 import { expandPm } from './expand.js';
 import { decidable, floatsAgree, isZero, numbersClose } from './numbers.js';
 import { hasSymbols, isVariableLike, type Reduced, reduceRelation } from './reduce.js';
@@ -199,24 +198,6 @@ const NO_SYMBOLS: Env = new Map();
 const samplerFor = (names: string[], a: Node, b: Node): ((i: number) => Env) | null =>
   names.length === 0 ? null : createSampler(names, a, b);
 
-/**
- * What every pair comparison needs of one side, computed once per node: a list or set answer compares
- * each of its items with each of the other side's (a list of two equations against two boxed answers
- * is eight comparisons), and folding, collecting symbols and hashing each item again for every pair was
- * a fifth of such a call. Nodes are parsed afresh by each verify() call, so nothing is shared between
- * calls, and the values are those the uncached functions return.
- */
-const foldedCache = memoTable<Node, Node>();
-function folded(n: Node, o: CompareOptions): Node {
-  if (!memoActive()) return foldConstants(n, o.deadline);
-  let f = foldedCache.get(n);
-  if (f === undefined) {
-    f = foldConstants(n, o.deadline);
-    foldedCache.set(n, f);
-  }
-  return f;
-}
-
 /** The free symbols of both sides, gold's first (the order the sampler draws them in). */
 function namesOf(a: Node, b: Node): string[] {
   const sa = symbolsOf(a);
@@ -231,16 +212,14 @@ function namesOf(a: Node, b: Node): string[] {
  */
 function proportional(a: Node, b: Node, sign: 'any' | 'positive', o: CompareOptions): boolean {
   const names = namesOf(a, b);
-  const fa = names.length === 0 ? a : folded(a, o);
-  const fb = names.length === 0 ? b : folded(b, o);
   let ratio: Num | null = null;
   let valid = 0;
   const sampler = samplerFor(names, a, b);
   for (let i = 0; i < (sampler ? SAMPLE_COUNT : 1); i++) {
     o.deadline.check();
     const env = sampler ? sampler(i) : NO_SYMBOLS;
-    const va = scalarValue(fa, env, o);
-    const vb = scalarValue(fb, env, o);
+    const va = scalarValue(a, env, o);
+    const vb = scalarValue(b, env, o);
     if (va === null || vb === null) {
       if (va !== vb) return false;
       continue;
@@ -365,17 +344,17 @@ function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
     );
   }
   if (gold.k === 'matrix' && pred.k === 'matrix') return cellsEqual(gold.rows, pred.rows, o);
+  // evaluated as written at every point: folding constant parts into literals first (tried during issue
+  // 23) built a copy of each side per comparison and cost more than the BigInt steps it saved (literals
+  // are converted once per comparison, evaluate's memo; small rationals take the double path)
   const names = namesOf(gold, pred);
-  // evaluated at many points: constant parts folded once (the original nodes still decide rounding)
-  const fg = names.length === 0 ? gold : folded(gold, o);
-  const fp = names.length === 0 ? pred : folded(pred, o);
   let valid = 0;
   const sampler = samplerFor(names, gold, pred);
   for (let i = 0; i < (sampler ? SAMPLE_COUNT : 1); i++) {
     o.deadline.check();
     const env = sampler ? sampler(i) : NO_SYMBOLS;
-    const a = valueAt(fg, env, o);
-    const b = valueAt(fp, env, o);
+    const a = valueAt(gold, env, o);
+    const b = valueAt(pred, env, o);
     if (a === null || b === null) {
       if (names.length === 0) return false;
       // defined on one side only (ln(x²) against 2 ln x at x < 0): not the same function

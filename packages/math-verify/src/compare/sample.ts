@@ -83,7 +83,7 @@ const EXACT_POINT = 1;
 export function createSampler(names: string[], a: Node, b: Node): (i: number) => Map<string, Num> {
   const rng = Rng.seeded(fnv1aWord(seedOf(a), seedOf(b)));
   // exact arithmetic decides only where it can stay exact: rational functions of the symbols
-  const exactPoint = isRational(a) && isRational(b) ? EXACT_POINT : -1;
+  const exactPoint = rationalFunction(a) && rationalFunction(b) ? EXACT_POINT : -1;
   const env = new Map<string, Num>(); // one map, refilled for each point (read before the next)
   // points are drawn in order: call with i = 0, 1, 2, ...
   return (i) => {
@@ -99,6 +99,19 @@ export function createSampler(names: string[], a: Node, b: Node): (i: number) =>
     }
     return env;
   };
+}
+
+const rationalCache = memoTable<Node, boolean>();
+
+/** isRational, once per node within a comparison (a list's items meet several others). */
+function rationalFunction(n: Node): boolean {
+  if (!memoActive()) return isRational(n);
+  let r = rationalCache.get(n);
+  if (r === undefined) {
+    r = isRational(n);
+    rationalCache.set(n, r);
+  }
+  return r;
 }
 
 /** Built from numbers and symbols with + − × ÷, integer powers and |·| only: exact at a rational point. */
@@ -146,12 +159,18 @@ function seedOf(n: Node): number {
   return h;
 }
 
+/** The low 32 bits of an integer, as BigInt.asUintN(32, v) gives them, without a BigInt result when v < 2^53. */
+function low32(v: bigint): number {
+  const f = Number(v);
+  return Number.isSafeInteger(f) ? f >>> 0 : Number(BigInt.asUintN(32, v));
+}
+
 /** FNV-1a over an expression's structure (kinds, names, signs, numbers): its sampling seed, no strings built. */
 function hashNode(n: Node, h: number): number {
   let x = fnv1a(n.k, h);
   switch (n.k) {
     case 'num':
-      return fnv1aWord(fnv1aWord(x, Number(BigInt.asUintN(32, n.v.n))), Number(BigInt.asUintN(32, n.v.d)));
+      return fnv1aWord(fnv1aWord(x, low32(n.v.n)), low32(n.v.d));
     case 'sym':
       return fnv1a(n.name, x);
     case 'const':
