@@ -39,6 +39,8 @@ const N: Record<Snippet, number> = { a: QUICK ? 100 : 300, b: QUICK ? 20 : 40, c
 /** Baseline calls per round (a fresh python3 each): a tenth of N, at least 3. */
 const N_BASE: Record<Snippet, number> = { a: Math.round(N.a / 10), b: Math.max(3, N.b / 10), c: 4 };
 const ROUNDS = Number(process.env.ROUNDS ?? (QUICK ? 1 : 3));
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
+  throw new Error(`ROUNDS must be a whole number of rounds, 1 or more (got '${process.env.ROUNDS}')`);
 const STEADY_S = QUICK ? 2 : 3;
 const cores = availableParallelism();
 const python = resolvePython('python3').executable;
