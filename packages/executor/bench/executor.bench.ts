@@ -1,26 +1,28 @@
 /**
  * pnpm --filter @agentrl/executor bench
  *
- * Throughput (closed loop: N calls submitted at once) and latency (open loop: a steady rate at about half
- * the baseline-free capacity) of (a) print(sum(range(1000))) and (b) a sympy snippet, for the embedded pool,
- * the HTTP server and the Redis path, each beside a baseline that starts a fresh python3 per call (the
- * reference's design), measured in the same run. Writes bench-results/executor.json.
+ * Throughput (closed loop: N calls submitted at once) and latency (open loop: a steady rate at about a
+ * third of the pool's capacity) of (a) print(sum(range(1000))), (b) a sympy snippet and (c) a call that
+ * computes for about 300 ms (long enough for the per-call memory cap to sample it about 15 times), for the
+ * embedded pool, the HTTP server and the Redis path, beside a baseline that starts a fresh python3 per call
+ * (the reference's design), measured in the same run. Writes bench-results/executor.json.
  *
- * With AGENTRL_BENCH_BEFORE=<a checkout of packages/executor> it also runs that version's embedded pool
- * beside this one, in alternating rounds of the same run, on (a), (b) and (c) a call that computes for about
- * 300 ms (long enough for the per-call memory cap to measure it many times): `beforeAfter` in the JSON.
+ * Other source trees of this package run beside this one in the same run with
+ * VARIANTS=name=<a checkout's packages/executor>[,...] (as math-verify's bench/side-by-side.ts;
+ * AGENTRL_BENCH_BEFORE=<dir> is short for VARIANTS=before=<dir>): every tree gets its own pool, HTTP
+ * server and Redis worker (one redis-server, a key prefix per tree), and each round times every tree's
+ * three paths back to back, the trees' order alternating between rounds; the figures are medians over
+ * rounds. The per-call memory cap's sampler is also timed on its own (bench/memory-sample.py): CPU time
+ * per sample of a call's process tree, for this tree's python/forkserver.py.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EmbeddedPool } from '../src/embedded-pool.js';
-import { HttpExecutor } from '../src/http-client.js';
-import { RedisExecutor } from '../src/redis-client.js';
-import { startWorker } from '../src/redis-worker.js';
+import { alternating, parseVariants } from '@agentrl/protocol';
+import * as thisTree from '../src/index.js';
 import { resolvePython } from '../src/sandbox-spec.js';
-import { serve } from '../src/serve.js';
 import { quantile } from '../src/stats.js';
 import type { Executor, RunRequest } from '../src/types.js';
 import { OwnedRedis } from '../test/redis-server.js';
@@ -28,13 +30,18 @@ import { OwnedRedis } from '../test/redis-server.js';
 const SNIPPETS = {
   a: 'print(sum(range(1000)))',
   b: 'import sympy as sp\nx = sp.Symbol("x")\nprint(sp.factor(x**4 - 1), sp.solve(x**2 - 2, x), sp.diff(sp.sin(x) * x, x))',
+  /** (c): about 300 ms of computing, so that the per-call memory cap samples it about 15 times. */
+  c: 'print(sum(i * i for i in range(3_000_000)))',
 };
+type Snippet = keyof typeof SNIPPETS;
 const QUICK = process.env.AGENTRL_BENCH_QUICK === '1';
-const BEFORE = process.env.AGENTRL_BENCH_BEFORE;
-/** (c): about 300 ms of computing, so that the per-call memory cap samples it about 15 times. */
-const LONG = 'print(sum(i * i for i in range(3_000_000)))';
-const N = { a: QUICK ? 100 : 300, b: QUICK ? 20 : 40 };
-const ROUNDS = QUICK ? 1 : 3;
+const N: Record<Snippet, number> = { a: QUICK ? 100 : 300, b: QUICK ? 20 : 40, c: QUICK ? 8 : 16 };
+/** Baseline calls per round (a fresh python3 each): a tenth of N, at least 3. */
+const N_BASE: Record<Snippet, number> = { a: Math.round(N.a / 10), b: Math.max(3, N.b / 10), c: 4 };
+const ROUNDS = Number(process.env.ROUNDS ?? (QUICK ? 1 : 3));
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
+  throw new Error(`ROUNDS must be a whole number of rounds, 1 or more (got '${process.env.ROUNDS}')`);
+const STEADY_S = QUICK ? 2 : 3;
 const cores = availableParallelism();
 const python = resolvePython('python3').executable;
 
@@ -144,33 +151,43 @@ const viaExecutor = (ex: Executor) => async (code: string) => {
   return { ok: r.status === 'ok', ms: r.latencyMs };
 };
 
-type Log = (k: string, f: Figures, base?: Figures) => void;
-type Modes = [string, Executor][];
+const MODES = ['embedded', 'http', 'redis'] as const;
+type Mode = (typeof MODES)[number];
+/** What the bench needs of a source tree of this package (its src/index.ts). */
+type ExecutorModule = Pick<
+  typeof thisTree,
+  'EmbeddedPool' | 'HttpExecutor' | 'RedisExecutor' | 'serve' | 'startWorker'
+>;
+interface Tree {
+  name: string;
+  dir: string;
+  modes: Record<Mode, Executor>;
+  /** The embedded pool's memory cap (trees from before issue 23 have none). */
+  memoryCap: unknown;
+  close(): Promise<void>;
+}
 
-/** The three modes, each ready to run: an embedded pool, an HTTP server, a Redis with one worker. */
-async function startModes(): Promise<{ modes: Modes; close(): Promise<void> }> {
-  const pool = await new EmbeddedPool({}).start();
-  const server = await serve({ port: 0, pool: {} });
-  const http = new HttpExecutor({ url: server.url, batchSize: 32, lingerMs: 1 });
-  const redisServer = await OwnedRedis.start();
-  const worker = await startWorker({ redis: redisServer.url, prefix: 'bench:', pool: {} });
-  const redis = await new RedisExecutor({
-    redis: redisServer.url,
-    prefix: 'bench:',
+/** A tree's three modes, ready to run: an embedded pool, an HTTP server, a Redis worker on `redisUrl`. */
+async function startTree(name: string, dir: string, mod: ExecutorModule, redisUrl: string): Promise<Tree> {
+  const pool = await new mod.EmbeddedPool({}).start();
+  const server = await mod.serve({ port: 0, pool: {} });
+  const http = new mod.HttpExecutor({ url: server.url, batchSize: 32, lingerMs: 1 });
+  const prefix = `bench:${name}:`;
+  const worker = await mod.startWorker({ redis: redisUrl, prefix, pool: {} });
+  const redis = await new mod.RedisExecutor({
+    redis: redisUrl,
+    prefix,
     batchSize: 32,
     lingerMs: 1,
   }).connect();
-  const modes: Modes = [
-    ['embedded', pool],
-    ['http', http],
-    ['redis', redis],
-  ];
   return {
-    modes,
+    name,
+    dir,
+    modes: { embedded: pool, http, redis },
+    memoryCap: (pool as { memoryCap?: unknown }).memoryCap ?? 'none (before the per-call memory cap)',
     async close() {
       await redis.close();
       await worker.stop();
-      await redisServer.stop();
       await http.close();
       await server.close();
       await pool.close();
@@ -178,130 +195,127 @@ async function startModes(): Promise<{ modes: Modes; close(): Promise<void> }> {
   };
 }
 
-/**
- * Closed-loop throughput of both snippets. The machine is shared: each round measures the baseline and
- * every mode back to back, and the figures quoted are the medians over rounds.
- */
-async function measureThroughput(modes: Modes, log: Log): Promise<void> {
-  for (const key of ['a', 'b'] as const) {
-    const code = SNIPPETS[key];
-    const rounds: Record<string, Figures[]> = Object.fromEntries(
-      ['baseline', ...modes.map(([n]) => n)].map((n) => [n, [] as Figures[]]),
-    );
-    for (let round = 0; round < ROUNDS; round++) {
-      const base = await baselineThroughput(
-        code,
-        key === 'a' ? Math.round(N.a / 10) : Math.max(3, Math.round(N.b / 10)),
-      );
-      rounds.baseline?.push(base);
-      for (const [name, ex] of modes) rounds[name]?.push(await throughput(ex, code, N[key]));
-    }
-    const base = medianFigures(rounds.baseline as Figures[]);
-    log(`${key} baseline fresh python3`, base);
-    for (const [name] of modes)
-      log(`${key} ${name} throughput`, medianFigures(rounds[name] as Figures[]), base);
+/** The trees to measure: those in VARIANTS (or AGENTRL_BENCH_BEFORE), then this one, named `this`. */
+async function startTrees(redisUrl: string): Promise<Tree[]> {
+  const before = process.env.AGENTRL_BENCH_BEFORE;
+  const spec = process.env.VARIANTS ?? (before ? `before=${before}` : undefined);
+  const variants = parseVariants(spec, { exists: (d) => existsSync(resolve(d, 'src/index.ts')) });
+  const trees: Tree[] = [];
+  for (const { name, dir } of variants) {
+    const mod = (await import(resolve(dir, 'src/index.ts'))) as ExecutorModule;
+    trees.push(await startTree(name, resolve(dir), mod, redisUrl));
   }
+  trees.push(
+    await startTree('this', resolve(fileURLToPath(new URL('..', import.meta.url))), thisTree, redisUrl),
+  );
+  return trees;
 }
 
-/**
- * Latency at a sustained load: the same steady rate for every path, about a third of the pool's
- * capacity; rounds of [embedded, http, redis] back to back, medians over rounds. Adds the latency the
- * remote paths add per call to `results`.
- */
-async function measureSteady(modes: Modes, results: Record<string, unknown>, log: Log): Promise<void> {
-  const capacity = (results['a embedded throughput'] as Figures).callsPerSec;
-  const rate = Math.max(5, Math.round(capacity / 3));
-  const baseRate = Math.max(1, Math.round((results['a baseline fresh python3'] as Figures).callsPerSec / 2));
-  const seconds = QUICK ? 2 : 3;
-  log(`a steady baseline @${baseRate}/s`, await steadyLatency(freshPython, SNIPPETS.a, baseRate, seconds));
-  const steadyRounds: Record<string, Figures[]> = Object.fromEntries(
-    modes.map(([n]) => [n, [] as Figures[]]),
-  );
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, ex] of modes) {
-      steadyRounds[name]?.push(await steadyLatency(viaExecutor(ex), SNIPPETS.a, rate, seconds));
-    }
-  }
-  const steady: Record<string, Figures> = {};
-  for (const [name] of modes) {
-    steady[name] = medianFigures(steadyRounds[name] as Figures[]);
-    log(`a steady ${name} @${rate}/s`, steady[name] as Figures);
-  }
-  const added = (steady.redis as Figures).p50Ms - (steady.embedded as Figures).p50Ms;
-  const addedHttp = (steady.http as Figures).p50Ms - (steady.embedded as Figures).p50Ms;
+type PerTree = Record<string, Record<Mode, Figures>>;
+const line = (k: string, f: Figures, extra = '') =>
   console.log(
-    `added p50 latency per call at ${rate}/s: redis ${added.toFixed(2)} ms, http ${addedHttp.toFixed(2)} ms`,
+    `${k.padEnd(36)} ${String(f.callsPerSec).padStart(8)} calls/s  p50 ${String(f.p50Ms).padStart(8)} ms  p99 ${String(f.p99Ms).padStart(8)} ms  ok ${f.ok}/${f.n}${extra}`,
   );
-  results.addedLatencyMs = {
-    redis: Math.round(added * 100) / 100,
-    http: Math.round(addedHttp * 100) / 100,
-    rate,
-  };
-}
 
 /**
- * This version's embedded pool beside the one in `beforeDir` (default options both), rounds alternating
- * which goes first; medians over rounds.
+ * Runs `measure` on every tree's every mode for ROUNDS rounds: each round every tree's three modes back
+ * to back, the trees' order alternating between rounds. Medians over rounds, per tree and mode.
  */
-async function measureBeforeAfter(beforeDir: string, results: Record<string, unknown>): Promise<void> {
-  const mod = (await import(resolve(beforeDir, 'src/embedded-pool.ts'))) as {
-    EmbeddedPool: typeof EmbeddedPool;
-  };
-  const pools: [string, Executor][] = [
-    ['before', await new mod.EmbeddedPool({}).start()],
-    ['after', await new EmbeddedPool({}).start()],
-  ];
-  const out: Record<string, Record<string, Figures>> = {};
-  try {
-    for (const [, ex] of pools) await throughput(ex, SNIPPETS.a, 20);
-    for (const [key, code, n] of [
-      ['a', SNIPPETS.a, N.a],
-      ['b', SNIPPETS.b, N.b],
-      ['c', LONG, QUICK ? 8 : 16],
-    ] as const) {
-      const rounds: Record<string, Figures[]> = { before: [], after: [] };
-      for (let round = 0; round < Math.max(3, ROUNDS); round++) {
-        const order = round % 2 === 0 ? pools : [...pools].reverse();
-        for (const [name, ex] of order) rounds[name]?.push(await throughput(ex, code, n));
-      }
-      out[key] = {};
-      for (const [name] of pools) {
-        const f = medianFigures(rounds[name] as Figures[]);
-        (out[key] as Record<string, Figures>)[name] = f;
-        console.log(
-          `${`${key} embedded ${name}`.padEnd(34)} ${String(f.callsPerSec).padStart(8)} calls/s  p50 ${String(f.p50Ms).padStart(8)} ms  p99 ${String(f.p99Ms).padStart(8)} ms  ok ${f.ok}/${f.n}`,
-        );
-      }
-    }
-    const a = out.a as Record<string, Figures>;
-    out.steady = await steadyBeforeAfter(pools, (a.before as Figures).callsPerSec);
-  } finally {
-    for (const [, ex] of pools) await ex.close();
+async function interleaved(
+  trees: Tree[],
+  measure: (ex: Executor) => Promise<Figures>,
+  beforeEachRound?: () => Promise<void>,
+): Promise<PerTree> {
+  const rounds: Record<string, Record<Mode, Figures[]>> = {};
+  for (const t of trees) rounds[t.name] = { embedded: [], http: [], redis: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    await beforeEachRound?.();
+    for (const t of alternating(trees, round))
+      for (const mode of MODES) rounds[t.name]?.[mode].push(await measure(t.modes[mode]));
   }
-  results.beforeAfter = { before: beforeDir, ...out };
-}
-
-/** Per-call latency of (a) at a third of the before pool's capacity, rounds alternating; medians. */
-async function steadyBeforeAfter(
-  pools: [string, Executor][],
-  capacity: number,
-): Promise<Record<string, Figures>> {
-  const rate = Math.max(5, Math.round(capacity / 3));
-  const rounds: Record<string, Figures[]> = { before: [], after: [] };
-  for (let round = 0; round < Math.max(3, ROUNDS); round++) {
-    const order = round % 2 === 0 ? pools : [...pools].reverse();
-    for (const [name, ex] of order)
-      rounds[name]?.push(await steadyLatency(viaExecutor(ex), SNIPPETS.a, rate, QUICK ? 2 : 3));
-  }
-  const out: Record<string, Figures> = {};
-  for (const [name] of pools) {
-    const f = medianFigures(rounds[name] as Figures[]);
-    out[name] = f;
-    console.log(
-      `${`a steady embedded ${name} @${rate}/s`.padEnd(34)} ${String(f.callsPerSec).padStart(8)} calls/s  p50 ${String(f.p50Ms).padStart(8)} ms  p99 ${String(f.p99Ms).padStart(8)} ms  ok ${f.ok}/${f.n}`,
-    );
+  const out: PerTree = {};
+  for (const t of trees) {
+    const r = rounds[t.name] as Record<Mode, Figures[]>;
+    out[t.name] = {
+      embedded: medianFigures(r.embedded),
+      http: medianFigures(r.http),
+      redis: medianFigures(r.redis),
+    };
   }
   return out;
+}
+
+/** Closed-loop throughput of each snippet; the fresh-python3 baseline runs at the start of each round. */
+async function measureThroughput(trees: Tree[], results: Record<string, unknown>): Promise<void> {
+  const baseline: Record<string, Figures> = {};
+  const throughputs: Record<string, PerTree> = {};
+  for (const key of Object.keys(SNIPPETS) as Snippet[]) {
+    const code = SNIPPETS[key];
+    const base: Figures[] = [];
+    const per = await interleaved(
+      trees,
+      (ex) => throughput(ex, code, N[key]),
+      async () => {
+        base.push(await baselineThroughput(code, N_BASE[key]));
+      },
+    );
+    const b = medianFigures(base);
+    baseline[key] = b;
+    throughputs[key] = per;
+    line(`${key} baseline fresh python3`, b);
+    for (const t of trees)
+      for (const mode of MODES) {
+        const f = per[t.name]?.[mode] as Figures;
+        line(`${key} ${mode} ${t.name}`, f, ` (${(f.callsPerSec / b.callsPerSec).toFixed(1)}x baseline)`);
+      }
+  }
+  results.baseline = baseline;
+  results.throughput = throughputs;
+}
+
+/**
+ * Latency of (a) at a sustained load: every tree's every path at the same steady rate, a third of the
+ * slowest tree's embedded capacity; medians over rounds. Also what the remote paths add to the p50.
+ */
+async function measureSteady(trees: Tree[], results: Record<string, unknown>): Promise<void> {
+  const tp = (results.throughput as Record<Snippet, PerTree>).a;
+  const capacity = Math.min(...trees.map((t) => (tp[t.name] as Record<Mode, Figures>).embedded.callsPerSec));
+  const rate = Math.max(5, Math.round(capacity / 3));
+  const base = (results.baseline as Record<Snippet, Figures>).a;
+  const baseRate = Math.max(1, Math.round(base.callsPerSec / 2));
+  const baseSteady = await steadyLatency(freshPython, SNIPPETS.a, baseRate, STEADY_S);
+  line(`a steady baseline @${baseRate}/s`, baseSteady);
+  const per = await interleaved(trees, (ex) => steadyLatency(viaExecutor(ex), SNIPPETS.a, rate, STEADY_S));
+  const added: Record<string, { http: number; redis: number }> = {};
+  for (const t of trees) {
+    const s = per[t.name] as Record<Mode, Figures>;
+    for (const mode of MODES) line(`a steady ${mode} ${t.name} @${rate}/s`, s[mode]);
+    added[t.name] = {
+      http: Math.round((s.http.p50Ms - s.embedded.p50Ms) * 100) / 100,
+      redis: Math.round((s.redis.p50Ms - s.embedded.p50Ms) * 100) / 100,
+    };
+    console.log(
+      `added p50 latency per call (${t.name}): http ${added[t.name]?.http} ms, redis ${added[t.name]?.redis} ms`,
+    );
+  }
+  results.steady = { rate, baselineRate: baseRate, baseline: baseSteady, ...per };
+  results.addedLatencyMs = added;
+}
+
+/**
+ * The per-call memory cap's own cost: bench/memory-sample.py times forkserver.py's memory_held() (what
+ * the sampler runs for each call every 20 ms) on a process tree like a call's; the CPU it takes per
+ * second of a running call follows.
+ */
+function measureMemorySampler(results: Record<string, unknown>): void {
+  const script = fileURLToPath(new URL('./memory-sample.py', import.meta.url));
+  const pyDir = fileURLToPath(new URL('../python', import.meta.url));
+  const out = execFileSync(python, [script, pyDir, QUICK ? '500' : '5000'], { encoding: 'utf8' });
+  const r = JSON.parse(out) as Record<string, number>;
+  console.log(
+    `memory cap sampler: ${r.cpuUsPerSample} us CPU per sample of a ${r.processes}-process call, every ${r.intervalMs} ms = ${r.cpuPercentPerRunningCall} % of a core per running call`,
+  );
+  results.memorySampler = r;
 }
 
 function writeResults(results: Record<string, unknown>): void {
@@ -319,6 +333,7 @@ function writeResults(results: Record<string, unknown>): void {
     loadAverage: loadavg().map((x) => Math.round(x * 10) / 10),
     rounds: ROUNDS,
     snippets: SNIPPETS,
+    n: N,
     results,
   };
   const dir = resolve(fileURLToPath(new URL('../../../bench-results', import.meta.url)));
@@ -328,25 +343,21 @@ function writeResults(results: Record<string, unknown>): void {
 }
 
 async function main() {
-  const results: Record<string, unknown> = {};
-  const log: Log = (k, f, base) => {
-    const ratio = base ? ` (${(f.callsPerSec / base.callsPerSec).toFixed(1)}x baseline)` : '';
-    console.log(
-      `${k.padEnd(34)} ${String(f.callsPerSec).padStart(8)} calls/s  p50 ${String(f.p50Ms).padStart(8)} ms  p99 ${String(f.p99Ms).padStart(8)} ms  ok ${f.ok}/${f.n}${ratio}`,
-    );
-    results[k] = base
-      ? { ...f, speedupVsBaseline: Math.round((f.callsPerSec / base.callsPerSec) * 10) / 10 }
-      : f;
+  const results: Record<string, unknown> = {
+    loadAverageAtStart: loadavg().map((x) => Math.round(x * 10) / 10),
   };
-  if (BEFORE) await measureBeforeAfter(BEFORE, results);
-  const { modes, close } = await startModes();
+  const redisServer = await OwnedRedis.start();
+  const trees = await startTrees(redisServer.url);
   try {
-    for (const [, ex] of modes) await throughput(ex, SNIPPETS.a, 20); // warm connections and caches
-    await measureThroughput(modes, log);
-    await measureSteady(modes, results, log);
+    results.trees = Object.fromEntries(trees.map((t) => [t.name, { dir: t.dir, memoryCap: t.memoryCap }]));
+    for (const t of trees) for (const mode of MODES) await throughput(t.modes[mode], SNIPPETS.a, 20); // warm up
+    await measureThroughput(trees, results);
+    await measureSteady(trees, results);
   } finally {
-    await close();
+    for (const t of trees) await t.close();
+    await redisServer.stop();
   }
+  measureMemorySampler(results);
   writeResults(results);
 }
 

@@ -9,18 +9,19 @@
  * agreement with `expected`. Appends one JSON line to <repo root>/bench-results/math-verify-side-by-side.jsonl.
  */
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { alternating, median, parseVariants } from '@agentrl/protocol';
 import { loadCases, UPSTREAM_OPTIONS } from './cases.js';
 
 type Verify = typeof import('../src/index.js').verify;
 const variants: Record<string, Verify> = {};
-for (const kv of (process.env.VARIANTS ?? '').split(',').filter(Boolean)) {
-  const [name, path] = kv.split('=') as [string, string];
-  variants[name] = ((await import(`${path}/src/index.ts`)) as { verify: Verify }).verify;
-}
+for (const { name, dir } of parseVariants(process.env.VARIANTS, {
+  exists: (d) => existsSync(resolve(d, 'src/index.ts')),
+}))
+  variants[name] = ((await import(resolve(dir, 'src/index.ts'))) as { verify: Verify }).verify;
 variants.this = (await import('../src/index.js')).verify;
 const names = Object.keys(variants);
 const cases = loadCases();
@@ -32,7 +33,7 @@ const times = Object.fromEntries(names.map((n) => [n, cases.map(() => [] as numb
 const agree = Object.fromEntries(names.map((n) => [n, 0]));
 for (let r = 0; r < ROUNDS; r++) {
   cases.forEach((c, i) => {
-    for (const n of r % 2 ? names : [...names].reverse()) {
+    for (const n of alternating(names, r + 1)) {
       const f = variants[n] as Verify;
       const t0 = performance.now();
       const ok = f(c.gold, c.pred, UPSTREAM_OPTIONS[c.line]).correct;
@@ -42,7 +43,6 @@ for (let r = 0; r < ROUNDS; r++) {
   });
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
 const at = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
 const git = (...args: string[]) => {

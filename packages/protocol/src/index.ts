@@ -33,6 +33,7 @@ export {
 } from './messages.js';
 export { fmix32, fnv1a, fnv1aWord, hashSeed, Rng } from './random.js';
 export { type SamplingParams, type SamplingParamsInput, SamplingParamsSchema } from './sampling.js';
+export { alternating, median, parseVariants, type Variant } from './side-by-side.js';
 export {
   FAILED_TOOL_STATUSES,
   isToolFailure,

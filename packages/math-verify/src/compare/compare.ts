@@ -11,8 +11,8 @@ import {
   numOp,
   type Val,
 } from '../math/evaluate.js';
-import { foldConstants } from '../math/fold.js';
 import * as R from '../math/rational.js';
+import { enterMemo, leaveMemo } from '../memo.js';
 import { expandPm } from './expand.js';
 import { decidable, floatsAgree, isZero, numbersClose } from './numbers.js';
 import { hasSymbols, isVariableLike, type Reduced, reduceRelation } from './reduce.js';
@@ -28,10 +28,19 @@ export interface CompareOptions {
 
 /** Is `pred` mathematically the same answer as `gold`? Gold and prediction are not symmetric. */
 export function answersEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
+  enterMemo();
+  try {
+    return equalAnswers(gold, pred, o);
+  } finally {
+    leaveMemo();
+  }
+}
+
+function equalAnswers(gold: Node, pred: Node, o: CompareOptions): boolean {
   o.deadline.check();
   if (gold.k === 'pct' || pred.k === 'pct') {
     if (scalarEqual(gold, pred, o)) return true;
-    return answersEqual(unPct(gold), unPct(pred), o);
+    return equalAnswers(unPct(gold), unPct(pred), o);
   }
   if (gold.k === 'rel' || pred.k === 'rel') return relationsEqual(gold, pred, o);
   if (isCollection(gold) || isCollection(pred)) return collectionsEqual(gold, pred, o);
@@ -73,7 +82,7 @@ function relationsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
   const g = reduce(gold);
   const p = reduce(pred);
   if (g.k === 'value' && p.k === 'value') {
-    if (answersEqual(g.value, p.value, o)) return true;
+    if (equalAnswers(g.value, p.value, o)) return true;
     return g.equation !== null && p.equation !== null && equationsEqual(g.equation, p.equation, o);
   }
   const ge = g.k === 'equation' ? eqNode(g.lhs, g.rhs) : g.k === 'value' ? g.equation : null;
@@ -83,11 +92,11 @@ function relationsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
   // Asymmetry kept from Math-Verify: an inequality gold accepts the interval, not the reverse.
   if (g.k === 'inequality' && p.k === 'value') {
     const interval = toInterval(g);
-    return interval !== null && answersEqual(interval, p.value, o);
+    return interval !== null && equalAnswers(interval, p.value, o);
   }
   if (o.allowSetRelation && g.k === 'value' && p.k === 'inequality') {
     const interval = toInterval(p);
-    return interval !== null && answersEqual(g.value, interval, o);
+    return interval !== null && equalAnswers(g.value, interval, o);
   }
   if (g.k === 'other' && p.k === 'other') return canonicalNode(g.node) === canonicalNode(p.node);
   return false;
@@ -189,23 +198,6 @@ const NO_SYMBOLS: Env = new Map();
 const samplerFor = (names: string[], a: Node, b: Node): ((i: number) => Env) | null =>
   names.length === 0 ? null : createSampler(names, a, b);
 
-/**
- * What every pair comparison needs of one side, computed once per node: a list or set answer compares
- * each of its items with each of the other side's (a list of two equations against two boxed answers
- * is eight comparisons), and folding, collecting symbols and hashing each item again for every pair was
- * a fifth of such a call. Nodes are parsed afresh by each verify() call, so nothing is shared between
- * calls, and the values are those the uncached functions return.
- */
-const foldedCache = new WeakMap<Node, Node>();
-function folded(n: Node, o: CompareOptions): Node {
-  let f = foldedCache.get(n);
-  if (f === undefined) {
-    f = foldConstants(n, o.deadline);
-    foldedCache.set(n, f);
-  }
-  return f;
-}
-
 /** The free symbols of both sides, gold's first (the order the sampler draws them in). */
 function namesOf(a: Node, b: Node): string[] {
   const sa = symbolsOf(a);
@@ -220,16 +212,14 @@ function namesOf(a: Node, b: Node): string[] {
  */
 function proportional(a: Node, b: Node, sign: 'any' | 'positive', o: CompareOptions): boolean {
   const names = namesOf(a, b);
-  const fa = names.length === 0 ? a : folded(a, o);
-  const fb = names.length === 0 ? b : folded(b, o);
   let ratio: Num | null = null;
   let valid = 0;
   const sampler = samplerFor(names, a, b);
   for (let i = 0; i < (sampler ? SAMPLE_COUNT : 1); i++) {
     o.deadline.check();
     const env = sampler ? sampler(i) : NO_SYMBOLS;
-    const va = scalarValue(fa, env, o);
-    const vb = scalarValue(fb, env, o);
+    const va = scalarValue(a, env, o);
+    const vb = scalarValue(b, env, o);
     if (va === null || vb === null) {
       if (va !== vb) return false;
       continue;
@@ -283,7 +273,7 @@ function itemEqual(g: Node, p: Node, o: CompareOptions): boolean {
     )
       return false;
   }
-  return answersEqual(g, p, o);
+  return equalAnswers(g, p, o);
 }
 
 /** Same elements both ways (duplicates collapse, order ignored); each pair is compared once. */
@@ -321,13 +311,13 @@ function collectionsEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
     if (pred.k === 'tuple') {
       if (gold.items.length !== pred.items.length) return false;
       if (gold.open !== pred.open || gold.close !== pred.close) return false;
-      return gold.items.every((g, i) => answersEqual(g, pred.items[i] as Node, o));
+      return gold.items.every((g, i) => equalAnswers(g, pred.items[i] as Node, o));
     }
     // (1,3) against {1,3}: the order must still match
     if (pred.k === 'list' && gold.open === '(' && gold.close === ')')
       return (
         gold.items.length === pred.items.length &&
-        gold.items.every((g, i) => answersEqual(g, pred.items[i] as Node, o))
+        gold.items.every((g, i) => equalAnswers(g, pred.items[i] as Node, o))
       );
     return false;
   }
@@ -354,17 +344,17 @@ function scalarEqual(gold: Node, pred: Node, o: CompareOptions): boolean {
     );
   }
   if (gold.k === 'matrix' && pred.k === 'matrix') return cellsEqual(gold.rows, pred.rows, o);
+  // evaluated as written at every point: folding constant parts into literals first (tried during issue
+  // 23) built a copy of each side per comparison and cost more than the BigInt steps it saved (literals
+  // are converted once per comparison, evaluate's memo; small rationals take the double path)
   const names = namesOf(gold, pred);
-  // evaluated at many points: constant parts folded once (the original nodes still decide rounding)
-  const fg = names.length === 0 ? gold : folded(gold, o);
-  const fp = names.length === 0 ? pred : folded(pred, o);
   let valid = 0;
   const sampler = samplerFor(names, gold, pred);
   for (let i = 0; i < (sampler ? SAMPLE_COUNT : 1); i++) {
     o.deadline.check();
     const env = sampler ? sampler(i) : NO_SYMBOLS;
-    const a = valueAt(fg, env, o);
-    const b = valueAt(fp, env, o);
+    const a = valueAt(gold, env, o);
+    const b = valueAt(pred, env, o);
     if (a === null || b === null) {
       if (names.length === 0) return false;
       // defined on one side only (ln(x²) against 2 ln x at x < 0): not the same function

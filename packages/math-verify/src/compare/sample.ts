@@ -2,13 +2,15 @@ import { fnv1a, fnv1aWord, Rng } from '@agentrl/protocol';
 import type { Node } from '../latex/ast.js';
 import { exactNum, type Num } from '../math/evaluate.js';
 import * as R from '../math/rational.js';
+import { memoActive, memoTable } from '../memo.js';
 
-const symbolsCache = new WeakMap<Node, ReadonlySet<string>>();
+const symbolsCache = memoTable<Node, ReadonlySet<string>>();
 const NO_NAMES: ReadonlySet<string> = new Set();
 
 /** Free symbol names of an expression (`e` is Euler's number, not a symbol), once per node. */
 export function symbolsOf(n: Node): ReadonlySet<string> {
   if (n.k === 'num' || n.k === 'const') return NO_NAMES; // most matrix cells and list items: no map entry
+  if (!memoActive()) return collectSymbols(n, new Set());
   let s = symbolsCache.get(n);
   if (s === undefined) {
     s = collectSymbols(n, new Set());
@@ -81,7 +83,7 @@ const EXACT_POINT = 1;
 export function createSampler(names: string[], a: Node, b: Node): (i: number) => Map<string, Num> {
   const rng = Rng.seeded(fnv1aWord(seedOf(a), seedOf(b)));
   // exact arithmetic decides only where it can stay exact: rational functions of the symbols
-  const exactPoint = isRational(a) && isRational(b) ? EXACT_POINT : -1;
+  const exactPoint = rationalFunction(a) && rationalFunction(b) ? EXACT_POINT : -1;
   const env = new Map<string, Num>(); // one map, refilled for each point (read before the next)
   // points are drawn in order: call with i = 0, 1, 2, ...
   return (i) => {
@@ -97,6 +99,19 @@ export function createSampler(names: string[], a: Node, b: Node): (i: number) =>
     }
     return env;
   };
+}
+
+const rationalCache = memoTable<Node, boolean>();
+
+/** isRational, once per node within a comparison (a list's items meet several others). */
+function rationalFunction(n: Node): boolean {
+  if (!memoActive()) return isRational(n);
+  let r = rationalCache.get(n);
+  if (r === undefined) {
+    r = isRational(n);
+    rationalCache.set(n, r);
+  }
+  return r;
 }
 
 /** Built from numbers and symbols with + − × ÷, integer powers and |·| only: exact at a rational point. */
@@ -131,10 +146,11 @@ function isInteger(n: Node): boolean {
 }
 
 const SEED_BASE = fnv1a('math-verify');
-const seedCache = new WeakMap<Node, number>();
+const seedCache = memoTable<Node, number>();
 
 /** One side's share of a comparison's seed, hashed once per node (a list's items meet several others). */
 function seedOf(n: Node): number {
+  if (!memoActive()) return hashNode(n, SEED_BASE);
   let h = seedCache.get(n);
   if (h === undefined) {
     h = hashNode(n, SEED_BASE);
@@ -143,12 +159,18 @@ function seedOf(n: Node): number {
   return h;
 }
 
+/** The low 32 bits of an integer, as BigInt.asUintN(32, v) gives them, without a BigInt result when v < 2^53. */
+function low32(v: bigint): number {
+  const f = Number(v);
+  return Number.isSafeInteger(f) ? f >>> 0 : Number(BigInt.asUintN(32, v));
+}
+
 /** FNV-1a over an expression's structure (kinds, names, signs, numbers): its sampling seed, no strings built. */
 function hashNode(n: Node, h: number): number {
   let x = fnv1a(n.k, h);
   switch (n.k) {
     case 'num':
-      return fnv1aWord(fnv1aWord(x, Number(BigInt.asUintN(32, n.v.n))), Number(BigInt.asUintN(32, n.v.d)));
+      return fnv1aWord(fnv1aWord(x, low32(n.v.n)), low32(n.v.d));
     case 'sym':
       return fnv1a(n.name, x);
     case 'const':

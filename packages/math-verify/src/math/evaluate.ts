@@ -1,5 +1,6 @@
 import type { Deadline } from '../deadline.js';
 import type { Node } from '../latex/ast.js';
+import { memoActive, memoTable } from '../memo.js';
 import * as R from './rational.js';
 
 /**
@@ -48,13 +49,14 @@ const isMat = (v: Val): v is Mat => 'rows' in v;
 /** Symbol values for sampling (exact rationals, so polynomials stay exact); `e` is Euler's number unless bound. */
 export type Env = ReadonlyMap<string, Num>;
 
-const literals = new WeakMap<Node, Num>();
+const literals = memoTable<Node, Num>();
 
 export function evaluate(node: Node, env: Env, deadline: Deadline): Val {
   deadline.check();
   switch (node.k) {
     case 'num': {
       // a literal meets every sample point: its Num is made once (BigInt to double is not free)
+      if (!memoActive()) return exactNum(node.v);
       let v = literals.get(node);
       if (v === undefined) {
         v = exactNum(node.v);
@@ -127,7 +129,14 @@ function negate(v: Val): Val {
   if (isMat(v)) return { rows: v.rows.map((r) => r.map((c) => negNum(c))) };
   return negNum(v);
 }
-const negNum = (a: Num): Num => (a.exact ? exactNum(R.neg(a.exact)) : { exact: null, f: -a.f, err: a.err });
+const negNum = (a: Num): Num =>
+  a.exact
+    ? isSafeInt(a)
+      ? { exact: { n: -a.exact.n, d: 1n }, f: 0 - a.f, err: 0 } // as exactNum(R.neg(a.exact)): 0, never -0
+      : exactNum(R.neg(a.exact))
+    : { exact: null, f: -a.f, err: a.err };
+/** An exact integer below 2^53 (every exact Num is made by exactNum, so its f is exactly its value then). */
+const isSafeInt = (a: Num): boolean => a.exact?.d === 1n && Number.isSafeInteger(a.f);
 const NAN: Num = { exact: null, f: Number.NaN, err: Number.NaN };
 
 export function inverse(b: Num): Num {
@@ -141,6 +150,11 @@ export function inverse(b: Num): Num {
 }
 
 export function numOp(a: Num, b: Num, op: 'add' | 'mul'): Num {
+  if (isSafeInt(a) && isSafeInt(b)) {
+    // integers (the exact sample point's steps): the double is exact while it stays below 2^53
+    const f = (op === 'add' ? a.f + b.f : a.f * b.f) + 0; // + 0: -3 · 0 is 0 here, as BigInt makes it
+    if (Number.isSafeInteger(f)) return { exact: { n: BigInt(f), d: 1n }, f, err: 0 };
+  }
   if (a.exact && b.exact && !R.isHuge(a.exact) && !R.isHuge(b.exact))
     return exactNum(op === 'add' ? R.add(a.exact, b.exact) : R.mul(a.exact, b.exact));
   const f = op === 'add' ? a.f + b.f : a.f * b.f;

@@ -59,3 +59,31 @@ describe('exact rationals', () => {
     expect(R.toNumber(R.rat(10n ** 400n + 1n, 10n ** 400n))).toBeCloseTo(1, 12);
   });
 });
+
+describe('integer steps in doubles', () => {
+  // around 2^53 (where doubles stop being exact) and 2^20 (the exact sample point's size)
+  const edge = fc.oneof(
+    fc.bigInt({ min: -(2n ** 54n), max: 2n ** 54n }),
+    fc.bigInt({ min: 2n ** 53n - 70n, max: 2n ** 53n + 70n }),
+    fc.bigInt({ min: -(2n ** 27n), max: 2n ** 27n }),
+    fc.bigInt({ min: 2n ** 20n, max: 2n ** 21n }),
+  );
+  const int = fc.tuple(edge, fc.boolean()).map(([n, flip]) => ({ n: flip ? -n : n }));
+
+  it('agree with BigInt arithmetic for sums, products and powers, at and past 2^53', () => {
+    fc.assert(
+      fc.property(int, int, fc.integer({ min: 1, max: 5 }), ({ n: a }, { n: b }, k) => {
+        expect(R.add(R.rat(a), R.rat(b))).toEqual({ n: a + b, d: 1n });
+        expect(R.mul(R.rat(a), R.rat(b))).toEqual({ n: a * b, d: 1n });
+        const p = R.powInt(R.rat(a), BigInt(k));
+        if (p !== null) expect(p).toEqual({ n: a ** BigInt(k), d: 1n });
+      }),
+      { numRuns: 2000 },
+    );
+    const m = 2n ** 53n - 1n;
+    expect(R.add(R.rat(m), R.rat(1n))).toEqual({ n: 2n ** 53n, d: 1n });
+    expect(R.mul(R.rat(2n ** 27n), R.rat(2n ** 26n + 1n))).toEqual({ n: 2n ** 53n + 2n ** 27n, d: 1n });
+    expect(R.powInt(R.rat(3n), 34n)).toEqual({ n: 3n ** 34n, d: 1n });
+    expect(R.powInt(R.rat(-(2n ** 20n) - 3n), 3n)).toEqual({ n: (-(2n ** 20n) - 3n) ** 3n, d: 1n });
+  });
+});

@@ -65,15 +65,37 @@ function ratOfDoubles(n: number, d: number): Rat {
   return { n: BigInt(n / g), d: BigInt(d / g) };
 }
 
+/**
+ * Integers whose exact sum or product is below 2^53 in magnitude: a double computes it exactly, and a
+ * result at or past 2^53 (rounded or not) is never a safe integer, so null then means "use BigInt". The
+ * exact sample point is an integer near 2^20, so a quadratic's steps stay here instead of in BigInt.
+ */
+function intSum(a: Rat, b: Rat): Rat | null {
+  if (a.d !== 1n || b.d !== 1n) return null;
+  const x = Number(a.n);
+  const y = Number(b.n);
+  if (!Number.isSafeInteger(x) || !Number.isSafeInteger(y)) return null; // a conversion may have rounded
+  const s = x + y;
+  return Number.isSafeInteger(s) ? { n: BigInt(s), d: 1n } : null;
+}
+function intProduct(a: Rat, b: Rat): Rat | null {
+  if (a.d !== 1n || b.d !== 1n) return null;
+  const x = Number(a.n);
+  const y = Number(b.n);
+  if (!Number.isSafeInteger(x) || !Number.isSafeInteger(y)) return null;
+  const p = x * y;
+  return Number.isSafeInteger(p) ? { n: BigInt(p), d: 1n } : null;
+}
+
 export const add = (a: Rat, b: Rat): Rat =>
   small(a) && small(b)
     ? ratOfDoubles(Number(a.n) * Number(b.d) + Number(b.n) * Number(a.d), Number(a.d) * Number(b.d))
-    : rat(a.n * b.d + b.n * a.d, a.d * b.d);
+    : (intSum(a, b) ?? rat(a.n * b.d + b.n * a.d, a.d * b.d));
 export const sub = (a: Rat, b: Rat): Rat => add(a, neg(b));
 export const mul = (a: Rat, b: Rat): Rat =>
   small(a) && small(b)
     ? ratOfDoubles(Number(a.n) * Number(b.n), Number(a.d) * Number(b.d))
-    : rat(a.n * b.n, a.d * b.d);
+    : (intProduct(a, b) ?? rat(a.n * b.n, a.d * b.d));
 export const div = (a: Rat, b: Rat): Rat => rat(a.n * b.d, a.d * b.n);
 export const neg = (a: Rat): Rat => ({ n: -a.n, d: a.d });
 export const eq = (a: Rat, b: Rat): boolean => a.n === b.n && a.d === b.d;
@@ -92,6 +114,13 @@ export function powInt(a: Rat, k: bigint): Rat | null {
   const size = Math.max(bits(a.n), bits(a.d)) * Number(abs);
   if (!Number.isFinite(size) || size > LIMITS.maxExactBits) return null;
   if (k < 0n && a.n === 0n) return null;
+  if (k > 0n && k <= 64n && a.d === 1n) {
+    // an integer to a small power, by exact double products while they stay below 2^53
+    const x = Number(a.n);
+    let p = x;
+    for (let i = 1n; i < k && Number.isSafeInteger(p); i++) p *= x;
+    if (Number.isSafeInteger(p) && Number.isSafeInteger(x)) return { n: BigInt(p), d: 1n };
+  }
   const e = abs;
   const r = rat(a.n ** e, a.d ** e);
   return k < 0n ? div(rat(1n), r) : r;
@@ -101,8 +130,9 @@ export function powInt(a: Rat, k: bigint): Rat | null {
 const HUGE = 1n << BigInt(LIMITS.maxExactBits * 8);
 
 /** Is either part of the rational beyond the size where we keep computing exactly? */
+const NEG_HUGE = -HUGE;
 export function isHuge(a: Rat): boolean {
-  return a.n > HUGE || -a.n > HUGE || a.d > HUGE;
+  return a.n > HUGE || a.n < NEG_HUGE || a.d > HUGE; // no -a.n: a BigInt made at every exact step
 }
 
 export function toNumber(a: Rat): number {
