@@ -7,8 +7,11 @@ import { readJsonl, runCli } from './cli.js';
 
 /**
  * Learning is behaviour: the `learn` preset (the default recipe's model, data and SFT, then 15 RL
- * steps and a 50-problem evaluation; presets.ts) must learn on two seeds, on the CPU kernel path this
- * machine runs by default and on the portable one (whose last bits differ: no FMA). Floors: held-out
+ * steps and a 50-problem evaluation; presets.ts) must learn on two seeds on the CPU kernel path this
+ * machine runs by default, and on the first seed on the portable one (whose last bits differ: no FMA).
+ * The portable path runs one seed only: a portable run takes about three times the CPU of an AVX2 one,
+ * so its second seed was 3/8 of this test's CPU time and kept CI over 30 minutes on two cores
+ * (BENCHMARKS "Learning" has the portable path over 8 seeds). Floors: held-out
  * avg@4 after the SFT cold start and after the RL steps, well below what the recipe reaches (BENCHMARKS
  * "Learning") and far above what a run scores that never learned to copy the factors (0-1 %). Seeds 3
  * and 4 are the ones where the old recipe failed: its SFT ended at 0.0 % on both.
@@ -22,7 +25,7 @@ const FLOOR_AFTER_SFT = 0.1;
 const FLOOR_AFTER_RL = 0.35;
 const RL_GAIN = 0.1;
 const kernels = cpuKernels();
-const paths = [...new Set([kernels.active, 'portable'])];
+const pathsFor = (seed: number) => [...new Set([kernels.active, ...(seed === SEEDS[0] ? ['portable'] : [])])];
 
 /** One run of the `learn` preset on one CPU kernel path, one thread. */
 function train(path: string, seed: number) {
@@ -40,7 +43,7 @@ const runsOf = (seed: number) => {
     for (const s of SEEDS)
       started.set(
         s,
-        paths.map((p) => train(p, s)),
+        pathsFor(s).map((p) => train(p, s)),
       );
   return started.get(seed)!;
 };
@@ -49,7 +52,7 @@ describe('the recipe learns (held-out accuracy floors after SFT and after RL)', 
   if (!kernels.supported.includes('avx512'))
     it.skip('avx512 CPU kernel path (not supported by this CPU: not exercised)', () => {});
   for (const seed of SEEDS) {
-    paths.forEach((path, i) => {
+    pathsFor(seed).forEach((path, i) => {
       it(`seed ${seed} on the ${path} CPU kernel path`, { timeout: 900_000 }, async () => {
         const { name, run } = runsOf(seed)[i]!;
         const r = await run;
