@@ -60,6 +60,9 @@ describe('the newcomer path', () => {
     const first = await cli([...small, '--name', 'small', '--stop-after', '1']);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stderr).toMatch(/3 problems to draw from, fewer than rl\.promptsPerStep \(4\)/);
+    // 3 rows hold out none (a fifth, rounded down): the evaluations say so instead of printing 0.0 %.
+    expect(first.stdout + first.stderr).toMatch(/eval @ step 0: skipped, no held-out problems/);
+    expect(readJsonl(join(dir, 'small', 'metrics.jsonl')).filter((m) => m.phase === 'eval')).toEqual([]);
     const resumed = await cli(['train', '--resume', join(dir, 'small'), '--no-progress']);
     expect(resumed.code, resumed.stderr).toBe(0);
     const rl = readJsonl(join(dir, 'small', 'metrics.jsonl')).filter((m) => m.phase === 'rl');
@@ -123,6 +126,9 @@ describe('the newcomer path', () => {
     ]);
     expect(all.code, all.stderr).toBe(0);
     expect(JSON.parse(readFileSync(out, 'utf8'))).toMatchObject({ problems: 3 });
+    const none = await cli(['eval', '--checkpoint', join(dir, 'small')]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/eval: no held-out problems: .*agentrl eval --data FILE/);
     const missing = await cli(['eval', '--checkpoint', join(dir, 'nope'), '--data', rows]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/nope \(--checkpoint\) does not exist/);

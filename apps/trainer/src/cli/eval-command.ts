@@ -11,6 +11,7 @@ import { RunDir } from '../run/run-dir.js';
 import { loadSplit } from '../task/load-split.js';
 import type { Problem } from '../task/problem.js';
 import { assertModelDir, createEnvironment } from '../train/create-environment.js';
+import { NO_HELD_OUT } from '../train/eval-phase.js';
 import { rewardModeOf } from '../train/reward.js';
 import { createRunRolloutFactory } from '../train/rollout-factory.js';
 import { parseArgs } from './args.js';
@@ -77,6 +78,7 @@ export async function runEvalCommand(argv: string[]): Promise<number> {
       );
   } else {
     problems = (await loadSplit(cfg)).heldOut.slice(0, cfg.eval.problems);
+    if (problems.length === 0) throw new TrainerError('DATASET', `eval: ${NO_HELD_OUT}`);
   }
   const env = await createEnvironment(cfg, { initDir: ckptDir, trainable: false });
   try {
