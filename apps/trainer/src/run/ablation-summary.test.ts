@@ -54,7 +54,7 @@ describe('a run row counts the RL steps that updated the model', () => {
     const dir = mkdtempSync(join(tmpdir(), 'agentrl-ablation-summary-'));
     try {
       writeFileSync(join(dir, 'config.json'), JSON.stringify({ world: world('c'.repeat(40)) }));
-      const rl = (fields: Record<string, unknown>) => ({ phase: 'rl', step: 1, stage: 's', ...fields });
+      const rl = (fields: Record<string, unknown>) => ({ phase: 'rl' as const, step: 1, stage: 's', ...fields });
       const s = summarizeSeedRuns({
         base: 'x',
         seeds: [1, 2],
