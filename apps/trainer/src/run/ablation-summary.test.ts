@@ -54,7 +54,12 @@ describe('a run row counts the RL steps that updated the model', () => {
     const dir = mkdtempSync(join(tmpdir(), 'agentrl-ablation-summary-'));
     try {
       writeFileSync(join(dir, 'config.json'), JSON.stringify({ world: world('c'.repeat(40)) }));
-      const rl = (fields: Record<string, unknown>) => ({ phase: 'rl' as const, step: 1, stage: 's', ...fields });
+      const rl = (fields: Record<string, unknown>) => ({
+        phase: 'rl' as const,
+        step: 1,
+        stage: 's',
+        ...fields,
+      });
       const s = summarizeSeedRuns({
         base: 'x',
         seeds: [1, 2],
@@ -79,5 +84,34 @@ describe('a run row counts the RL steps that updated the model', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('an ablation of two arms', () => {
+  it('puts each figure of the arms side by side with every seed', () => {
+    const m = (perSeed: number[]) => ({
+      perSeed,
+      mean: perSeed.reduce((a, b) => a + b, 0) / perSeed.length,
+      std: 0.05,
+      min: Math.min(...perSeed),
+      max: Math.max(...perSeed),
+    });
+    const a = 'a'.repeat(40);
+    const md = renderSeedTable({
+      ...summary([a, a], a),
+      arms: [
+        {
+          label: 'GRPO-RoC',
+          seeds: 2,
+          metrics: { accuracyEnd: m([0.8, 0.9]), responseLengthEnd: m([120, 130]) },
+        },
+        { label: 'GRPO (--no-roc)', seeds: 2, metrics: { accuracyEnd: m([0.7, 0.8]) } },
+      ],
+    });
+    expect(md).toContain('| figure, mean ± std [per seed] | GRPO-RoC | GRPO (--no-roc) |');
+    expect(md).toContain('| held-out acc. end | 85.0% ± 5.0% [80.0%, 90.0%] | 75.0% ± 5.0% [70.0%, 80.0%] |');
+    expect(md).toContain('| response length, last quarter | 125.0 ± 0.1 [120.0, 130.0] | – |');
+    // one arm (a seed sweep) has no comparison
+    expect(renderSeedTable(summary([a], a))).not.toContain('figure, mean ± std');
   });
 });

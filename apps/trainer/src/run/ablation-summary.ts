@@ -1,5 +1,5 @@
 import type { MetricsRecord } from './metrics-log.js';
-import { type AblationArm, type AblationSummary, summarizeAblation } from './report.js';
+import { ABLATION_COLUMNS, type AblationArm, type AblationSummary, summarizeAblation } from './report.js';
 import { RunDir } from './run-dir.js';
 import type { RunWorld } from './world.js';
 
@@ -124,8 +124,29 @@ export function renderSeedTable(s: SeedRunsSummary): string {
       return `| ${a.label} | ${a.seeds} | ${band('accuracyStart')} | ${band('accuracyEnd')} | ${wall ? `${wall.mean.toFixed(0)} [${wall.max.toFixed(0)}]` : '–'} |`;
     }),
     '',
+    ...(s.arms.length > 1 ? compareArms(s.arms) : []),
   ];
   return lines.join('\n');
+}
+
+/**
+ * Two or more arms side by side (an ablation): each figure of the ablation page as mean ± std across
+ * seeds, then every seed's value in seed order. RL-step figures are per-seed means over the first or
+ * last quarter of the RL steps.
+ */
+function compareArms(arms: readonly AblationSummary[]): string[] {
+  return [
+    `| figure, mean ± std [per seed] | ${arms.map((a) => a.label).join(' | ')} |`,
+    `|---|${arms.map(() => '---|').join('')}`,
+    ...ABLATION_COLUMNS.map(([label, key, f]) => {
+      const cells = arms.map((a) => {
+        const m = a.metrics[key];
+        return m ? `${f(m.mean)} ± ${f(m.std)} [${m.perSeed.map(f).join(', ')}]` : '–';
+      });
+      return `| ${label} | ${cells.join(' | ')} |`;
+    }),
+    '',
+  ];
 }
 
 /** "commit abc" when every run recorded one commit, else each commit with the seeds made at it. */

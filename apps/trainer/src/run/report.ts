@@ -320,18 +320,7 @@ export function renderAblationReport(title: string, arms: readonly AblationArm[]
     if (svg) charts.push(`<figure data-metric="${esc(key)}">${svg}</figure>`);
   }
   const summary = summarizeAblation(arms);
-  const cols: [string, string, (v: number) => string][] = [
-    ['held-out acc. before RL', 'accuracyStart', pct],
-    ['held-out acc. end', 'accuracyEnd', pct],
-    ['pass@k end', 'passAtKEnd', pct],
-    ['pos. tool-error ratio, first quarter', 'posToolErrorBeforeStart', pct],
-    ['pos. tool-error ratio, last quarter', 'posToolErrorBeforeEnd', pct],
-    ['trained-on pos. tool-error ratio, last quarter', 'posToolErrorAfterEnd', pct],
-    ['response length, last quarter', 'responseLengthEnd', num],
-    ['response length of positives, last quarter', 'responseLengthPositiveEnd', num],
-    ['tool calls / trajectory, last quarter', 'toolCallsPerTrajectoryEnd', (v) => v.toFixed(2)],
-    ['wall time (s)', 'wallSeconds', num],
-  ];
+  const cols = ABLATION_COLUMNS;
   const head = `<tr><th>arm</th><th>seeds</th>${cols.map(([h]) => `<th>${esc(h)}</th>`).join('')}</tr>`;
   const body = summary
     .map(
@@ -365,3 +354,19 @@ ${perRunBody}
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 const num = (v: number) => v.toFixed(1);
+
+/** The end-of-run figures an ablation is compared by: label, `summarizeAblation` key, format. */
+export const ABLATION_COLUMNS: readonly (readonly [string, string, (v: number) => string])[] = [
+  ['held-out acc. before RL', 'accuracyStart', pct],
+  ['held-out acc. end', 'accuracyEnd', pct],
+  ['pass@k end', 'passAtKEnd', pct],
+  ['pos. tool-error ratio, first quarter', 'posToolErrorBeforeStart', pct],
+  ['pos. tool-error ratio, last quarter', 'posToolErrorBeforeEnd', pct],
+  ['trained-on pos. tool-error ratio, last quarter', 'posToolErrorAfterEnd', pct],
+  ['response length, first quarter', 'responseLengthStart', num],
+  ['response length, last quarter', 'responseLengthEnd', num],
+  ['response length of positives, last quarter', 'responseLengthPositiveEnd', num],
+  ['tool calls / trajectory, last quarter', 'toolCallsPerTrajectoryEnd', (v) => v.toFixed(2)],
+  ['reward, last quarter', 'rewardEnd', pct],
+  ['wall time (s)', 'wallSeconds', num],
+];
