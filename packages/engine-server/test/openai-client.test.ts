@@ -2,10 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { saveModel } from '@agentrl/engine';
+import { Ajv } from 'ajv';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatFormat, QUESTION, tokenizer, trainToolModel } from '../../rollout/test/helpers/tool-model.js';
-import { JsonObjectPrefix } from '../src/json-prefix.js';
+import { argumentsPrefix } from '../src/json-prefix.js';
 import { spawnServer } from './helpers/serve-process.js';
 
 let dir: string;
@@ -151,7 +152,7 @@ describe('tool_choice forces a call by constrained decoding', () => {
     expect(text.startsWith(frame('search'))).toBe(true);
     // The tiny model never closes its arguments in 120 tokens; what it wrote is held to a JSON object's start.
     // The arguments are held to a JSON object, the frame is closed, and the turn ends there (EOS).
-    const args = new JsonObjectPrefix();
+    const args = argumentsPrefix('search', SEARCH.function.parameters)();
     const rest = [...text.slice(frame('search').length)];
     let i = 0;
     for (; i < rest.length && !args.done; i++) expect(args.feed(rest[i]!)).toBe(true);
@@ -159,6 +160,47 @@ describe('tool_choice forces a call by constrained decoding', () => {
     expect(rest.slice(i).join('')).toBe('}\n</tool_call><|im_end|>');
     for (const call of chat.choices[0]!.message.tool_calls ?? [])
       expect((call as { function: { name: string } }).function.name).toBe('search');
+  });
+
+  it("the arguments are held to the tool's parameters schema: a required integer and an enum, at any seed and temperature", async () => {
+    // The tiny model only ever learnt {"code": "print(6*7)"}: left to itself (a JSON object and
+    // nothing more, as before the schema mask) it writes that, which this schema refuses.
+    const RUN = {
+      type: 'function' as const,
+      function: {
+        name: 'run',
+        parameters: {
+          type: 'object',
+          properties: { n: { type: 'integer' }, mode: { type: 'string', enum: ['fast', 'exact'] } },
+          required: ['n', 'mode'],
+          additionalProperties: false,
+        },
+      },
+    };
+    const validate = new Ajv({ strict: false }).compile(RUN.function.parameters);
+    const settings = [
+      { temperature: 0 },
+      ...[1, 2, 3, 4, 5].map((seed) => ({ temperature: 1, seed })),
+      ...[6, 7].map((seed) => ({ temperature: 1.5, seed })),
+    ];
+    for (const setting of settings) {
+      const chat = await client.chat.completions.create({
+        model: 'tiny',
+        messages: QUESTION,
+        max_tokens: 300,
+        tools: [PYTHON, RUN],
+        tool_choice: { type: 'function', function: { name: 'run' } },
+        ...setting,
+      });
+      const choice = chat.choices[0]!;
+      const call = choice.message.tool_calls?.[0] as
+        | { function: { name: string; arguments: string } }
+        | undefined;
+      expect(choice.finish_reason, JSON.stringify({ setting, message: choice.message })).toBe('tool_calls');
+      expect(call!.function.name).toBe('run');
+      const args = JSON.parse(call!.function.arguments);
+      expect(validate(args), JSON.stringify({ setting, args, errors: validate.errors })).toBe(true);
+    }
   });
 
   it('"required" opens a call to one of the tools; an unknown name or no tools is a 400', async () => {
