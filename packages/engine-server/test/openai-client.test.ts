@@ -102,7 +102,7 @@ describe('streaming with the openai client against agentrl serve as its own proc
     expect(whole.choices[0]!.message).toMatchObject({ reasoning: null, reasoning_content: null });
   });
 
-  it('chat with tools streams the Hermes call whole in the last chunk, as the accumulating client reads it', async () => {
+  it('chat with tools streams the call as vLLM does: the name first, then argument pieces', async () => {
     const request = {
       model: 'tiny',
       messages: QUESTION,
@@ -115,18 +115,53 @@ describe('streaming with the openai client against agentrl serve as its own proc
       function: { name: string; arguments: string };
     };
     expect(call.function).toEqual({ name: 'python', arguments: '{"code": "print(6*7)"}' });
-    const stream = client.chat.completions.stream({ ...request, stream: true });
-    const final = await stream.finalChatCompletion();
-    const streamed = final.choices[0]!;
-    expect(streamed.finish_reason).toBe('tool_calls');
+    const streamed = await streamedCall({ ...request, stream: true });
+    expect(streamed.first).toEqual({
+      index: 0,
+      id: expect.stringMatching(/^chatcmpl-tool-[0-9a-f]{32}$/),
+      type: 'function',
+      function: { name: 'python', arguments: '' },
+    });
+    expect(streamed.argumentDeltas).toBeGreaterThan(5); // the arguments arrive in pieces
+    expect(streamed.function).toEqual(call.function);
+    expect(streamed.finish).toBe('tool_calls');
+    // The openai client's own accumulator reads the same call.
+    const final = await client.chat.completions.stream({ ...request, stream: true }).finalChatCompletion();
+    expect(final.choices[0]!.finish_reason).toBe('tool_calls');
     // vLLM's first delta is `{role, content: ""}`: the accumulated content is "" where the whole reply's is null.
     expect(whole.choices[0]!.message.content).toBeNull();
-    expect(streamed.message.content).toBe('');
-    expect(
-      (streamed.message.tool_calls![0]! as { function: { name: string; arguments: string } }).function,
-    ).toEqual(call.function);
+    expect(final.choices[0]!.message.content).toBe('');
+    expect((final.choices[0]!.message.tool_calls![0]! as { function: unknown }).function).toEqual(
+      call.function,
+    );
   });
 });
+
+/**
+ * A streamed chat turn's one tool call as a client accumulates it, with the first delta of the
+ * call, how many deltas carried argument text, and whether the name came before the last of them.
+ */
+async function streamedCall(request: OpenAI.ChatCompletionCreateParamsStreaming) {
+  let first: unknown;
+  let name = '';
+  let args = '';
+  let argumentDeltas = 0;
+  let finish: string | null = null;
+  for await (const chunk of await client.chat.completions.create(request)) {
+    const choice = chunk.choices[0];
+    for (const d of choice?.delta.tool_calls ?? []) {
+      first ??= d;
+      name += d.function?.name ?? '';
+      if (d.function?.arguments) {
+        expect(name).not.toBe(''); // the name leaves before any argument text
+        argumentDeltas += 1;
+        args += d.function.arguments;
+      }
+    }
+    finish = choice?.finish_reason ?? finish;
+  }
+  return { first, function: { name, arguments: args }, argumentDeltas, finish };
+}
 
 describe('tool_choice forces a call by constrained decoding', () => {
   const SEARCH = { type: 'function' as const, function: { name: 'search', parameters: { type: 'object' } } };
@@ -200,6 +235,19 @@ describe('tool_choice forces a call by constrained decoding', () => {
       expect(call!.function.name).toBe('run');
       const args = JSON.parse(call!.function.arguments);
       expect(validate(args), JSON.stringify({ setting, args, errors: validate.errors })).toBe(true);
+      // Streamed with the same seed: the same call, its name first, its arguments in pieces.
+      const streamed = await streamedCall({
+        model: 'tiny',
+        messages: QUESTION,
+        max_tokens: 300,
+        tools: [PYTHON, RUN],
+        tool_choice: { type: 'function', function: { name: 'run' } },
+        ...setting,
+        stream: true,
+      });
+      expect(streamed.function).toEqual(call!.function);
+      expect(streamed.argumentDeltas).toBeGreaterThan(5);
+      expect(streamed.finish).toBe('tool_calls');
     }
   });
 
