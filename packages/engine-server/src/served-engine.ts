@@ -37,6 +37,8 @@ export class ServedEngine {
   running = 0;
   /** requests waiting for a weight reload to finish */
   waiting = 0;
+  /** tokens sampled since the start (vLLM's `generation_tokens_total`), cancelled requests' too */
+  generatedTokens = 0;
   /** how many times the weights were replaced */
   modelVersion = 0;
   weightVersion = 'default';
@@ -110,6 +112,10 @@ export class ServedEngine {
     const controller = new AbortController();
     this.controllers.set(rid, controller);
     this.running += 1;
+    const counted = (token: number, logprob: number) => {
+      this.generatedTokens += 1;
+      onToken?.(token, logprob);
+    };
     try {
       const entry = await this.prefixes.acquire(tokenIds);
       let result: GenerateResult | null = null;
@@ -119,7 +125,7 @@ export class ServedEngine {
           tokenIds,
           params: spec.params,
           signal: controller.signal,
-          ...(onToken ? { onToken } : {}),
+          onToken: counted,
           ...(allowedTokens ? { allowedTokens } : {}),
         });
       } finally {

@@ -163,6 +163,43 @@ async function streamedCall(request: OpenAI.ChatCompletionCreateParamsStreaming)
   return { first, function: { name, arguments: args }, argumentDeltas, finish };
 }
 
+describe('a client that goes away mid-stream', () => {
+  /** vLLM's counter of sampled tokens, read from the server's /metrics. */
+  const generated = async () =>
+    Number(
+      /^vllm:generation_tokens_total\{[^}]*\} (\d+)/m.exec(
+        await (await fetch(`${server.url}/metrics`)).text(),
+      )![1],
+    );
+
+  it('stops its decode: the engine takes no more steps for it, and the next request is served at once', async () => {
+    const before = await generated();
+    const controller = new AbortController();
+    const request = { model: 'tiny', prompt, max_tokens: 450, temperature: 0, ignore_eos: true };
+    const stream = await client.completions.create(
+      { ...request, stream: true },
+      { signal: controller.signal },
+    );
+    let chunks = 0;
+    try {
+      for await (const _ of stream) if (++chunks === 3) controller.abort();
+    } catch {
+      // the client's own abort: how the openai client ends a stream it stopped (or not)
+    }
+    expect(chunks).toBe(3);
+    const deadline = Date.now() + 5_000;
+    while ((await running()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    expect(await running()).toBe(0);
+    const spent = (await generated()) - before;
+    // 450 tokens were asked for; the decode stopped within a few steps of the disconnect.
+    expect(spent).toBeGreaterThanOrEqual(3);
+    expect(spent).toBeLessThan(100);
+    const next = await client.completions.create({ ...request, max_tokens: 4 });
+    expect(next.usage!.completion_tokens).toBe(4);
+    expect((await generated()) - before).toBe(spent + 4);
+  });
+});
+
 describe('tool_choice forces a call by constrained decoding', () => {
   const SEARCH = { type: 'function' as const, function: { name: 'search', parameters: { type: 'object' } } };
   const frame = (name: string) => `<tool_call>\n{"name": "${name}", "arguments": `;

@@ -25,6 +25,12 @@ export interface GenerateRequest {
    * recorded logprob stays the model's (as with penalties).
    */
   allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
+  /**
+   * Cancels this request between decode steps: once aborted it takes no further step (the rest of
+   * the batch decodes on) and ends with the tokens sampled so far, finishReason 'length'; a server
+   * whose client went away stops spending steps on it.
+   */
+  signal?: AbortSignal;
 }
 
 export interface GenerateResult {
@@ -80,6 +86,7 @@ interface Active {
   index: number;
   onToken: ((token: number, logprob: number) => void) | undefined;
   allowedTokens: GenerateRequest['allowedTokens'];
+  signal: AbortSignal | undefined;
   entry: CacheEntry;
   params: SamplingParams;
   random: () => number;
@@ -179,13 +186,14 @@ export class Generator {
         index,
         onToken: req.onToken,
         allowedTokens: req.allowedTokens,
+        signal: req.signal,
         entry: this.cacheFor(req.cacheId),
         params,
         random: createRng(seed),
         counts: new Map(),
         out: { tokenIds: [], logprobs: [], finishReason: 'length' },
         // A sequence already at max_position_embeddings has no room: it ends at once, with 'length'.
-        done: req.tokenIds.length >= m.shape.maxPositions,
+        done: req.tokenIds.length >= m.shape.maxPositions || req.signal?.aborted === true,
       };
     });
     // Prefill: only the part of each sequence its cache does not hold yet.
@@ -228,6 +236,14 @@ export class Generator {
       if (stepping.length === 0) break;
       // Let timers and I/O (tool calls of other trajectories, HTTP) run between decode steps.
       await new Promise<void>((resolve) => setImmediate(resolve));
+      // A request cancelled meanwhile takes no further step.
+      for (let i = stepping.length - 1; i >= 0; i--) {
+        if (!stepping[i]!.signal?.aborted) continue;
+        stepping[i]!.done = true;
+        stepping.splice(i, 1);
+        next.splice(i, 1);
+      }
+      if (stepping.length === 0) break;
       if (m.version !== version) {
         throw new EngineError(
           'INVALID_REQUEST',

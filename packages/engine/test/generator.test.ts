@@ -48,6 +48,25 @@ describe('KV-cache generation', () => {
     },
   );
 
+  it('a cancelled request takes no further step; the rest of its batch draws what it draws alone', async () => {
+    const model = createModel(tinyConfig(), { seed: 2 });
+    const params = { temperature: 1, maxNewTokens: 20, seed: 4 };
+    const [alone] = await createGenerator(model).generate([{ cacheId: 'b', tokenIds: [4, 5], params }]);
+    const controller = new AbortController();
+    const onToken = () => controller.abort(); // cancelled as its first token leaves
+    const [cancelled, kept] = await createGenerator(model).generate([
+      { cacheId: 'a', tokenIds: [1, 2, 3], params, onToken, signal: controller.signal },
+      { cacheId: 'b', tokenIds: [4, 5], params },
+    ]);
+    expect(cancelled!.tokenIds).toHaveLength(1);
+    expect(kept!.tokenIds).toEqual(alone!.tokenIds);
+    expect(kept!.tokenIds).toHaveLength(20);
+    const [none] = await createGenerator(model).generate([
+      { cacheId: 'c', tokenIds: [1], params, signal: AbortSignal.abort() },
+    ]);
+    expect(none!.tokenIds).toEqual([]);
+  });
+
   it('onToken sees each token as it is sampled, in step order, and changes no draw', async () => {
     const model = createModel(tinyConfig(), { seed: 2 });
     const params = { temperature: 1, maxNewTokens: 10, seed: 9 };

@@ -94,8 +94,7 @@ async function streamChoice(
 /**
  * `POST /v1/chat/completions` with `stream: true`: the `n` choices stream at once, chunks
  * interleaved by `index`; `stream_options.include_usage` ends the stream with a chunk holding
- * `choices: []` and the usage, then `[DONE]`. A client that goes away aborts its requests still waiting for a batch (a
- * running decode run finishes: the native adapter cannot stop one mid-way).
+ * `choices: []` and the usage, then `[DONE]`. A client that goes away cancels its requests: a waiting one leaves the queue, a running one takes no further decode step.
  */
 export async function streamChat(
   ctx: ServerContext,

@@ -87,8 +87,7 @@ export interface EchoPart {
  * `POST /v1/completions` with `stream: true`: every choice of every prompt streams at once (they
  * share the engine's batches), chunks interleaved by `index`; with
  * `stream_options.include_usage` a last chunk with `choices: []` and the request's usage
- * (vLLM `serving_completion.py`), then `[DONE]`. A client that goes away aborts its requests still waiting for a batch (a
- * running decode run finishes: the native adapter cannot stop one mid-way).
+ * (vLLM `serving_completion.py`), then `[DONE]`. A client that goes away cancels its requests: a waiting one leaves the queue, a running one takes no further decode step.
  */
 export async function streamCompletions(
   ctx: ServerContext,
