@@ -21,7 +21,7 @@ export interface BatchGenerator {
       cacheId: string;
       tokenIds: number[];
       params: SamplingParams;
-      onToken?: (token: number, logprob: number) => void;
+      onToken?: (token: number, logprob: number, logits?: Float32Array) => void;
       allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
       signal?: AbortSignal;
     }>,

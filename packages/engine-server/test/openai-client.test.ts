@@ -61,6 +61,37 @@ describe('streaming with the openai client against agentrl serve as its own proc
     expect(last.usage!.completion_tokens).toBe(400);
   });
 
+  it('top-k logprobs leave with each token as it is sampled, equal to the non-streamed ones', async () => {
+    const request = {
+      model: 'tiny',
+      prompt,
+      max_tokens: 300,
+      temperature: 1,
+      seed: 11,
+      ignore_eos: true,
+      logprobs: 3,
+    };
+    const whole = (await client.completions.create(request)).choices[0]!.logprobs!;
+    let runningAtFirst = -1;
+    const tokens: string[] = [];
+    const tops: Array<Record<string, number>> = [];
+    for await (const chunk of await client.completions.create({ ...request, stream: true })) {
+      const lp = chunk.choices[0]?.logprobs;
+      if (!lp?.tokens?.length) continue;
+      if (runningAtFirst < 0) runningAtFirst = await running();
+      tokens.push(...lp.tokens);
+      tops.push(...(lp.top_logprobs as Array<Record<string, number>>));
+    }
+    expect(runningAtFirst).toBe(1); // the first alternatives arrived before the generation ended
+    expect(tokens).toEqual(whole.tokens);
+    expect(tops).toHaveLength(300);
+    for (const [i, top] of tops.entries()) {
+      const expected = (whole.top_logprobs as Array<Record<string, number>>)[i]!;
+      expect(Object.keys(top).sort()).toEqual(Object.keys(expected).sort());
+      for (const [t, v] of Object.entries(top)) expect(v).toBeCloseTo(expected[t]!, 4);
+    }
+  });
+
   it('a stop string is held back while it could still complete: the pieces join to the cut text', async () => {
     const request = { model: 'tiny', prompt, max_tokens: 200, temperature: 0, stop: ['</tool_call>'] };
     const whole = await client.completions.create(request);

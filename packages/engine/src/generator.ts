@@ -16,9 +16,10 @@ export interface GenerateRequest {
   /**
    * Called with each new token as soon as it is sampled (after its logprob is final), before the
    * next decode step: what a streaming server sends. Observes only; the draws are the same with or
-   * without it.
+   * without it. On the host, `logits` is the model's row the token was drawn from (before
+   * penalties and constraints; valid during the call only): top-k alternatives as tokens arrive.
    */
-  onToken?: (token: number, logprob: number) => void;
+  onToken?: (token: number, logprob: number, logits?: Float32Array) => void;
   /**
    * Constrained decoding: given the tokens generated so far, the set the next one must come from,
    * or null for no constraint at this step. The draw is made over the allowed tokens only; the
@@ -84,7 +85,7 @@ interface CacheEntry {
 
 interface Active {
   index: number;
-  onToken: ((token: number, logprob: number) => void) | undefined;
+  onToken: GenerateRequest['onToken'];
   allowedTokens: GenerateRequest['allowedTokens'];
   signal: AbortSignal | undefined;
   entry: CacheEntry;
@@ -232,7 +233,11 @@ export class Generator {
         next.push([token]);
       }
       this.rescore(sampled);
-      for (const a of sampled) a.onToken?.(a.out.tokenIds.at(-1) ?? 0, a.out.logprobs.at(-1) ?? 0);
+      // Row r of this step's logits is rows[r]'s (sampled lists the rows in order).
+      for (const [r, a] of sampled.entries()) {
+        const row = logits?.subarray(r * V, (r + 1) * V);
+        a.onToken?.(a.out.tokenIds.at(-1) ?? 0, a.out.logprobs.at(-1) ?? 0, row);
+      }
       if (stepping.length === 0) break;
       // Let timers and I/O (tool calls of other trajectories, HTTP) run between decode steps.
       await new Promise<void>((resolve) => setImmediate(resolve));

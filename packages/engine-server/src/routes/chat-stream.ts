@@ -29,7 +29,7 @@ function deltaOf(d: HermesDelta): Record<string, unknown> {
  * `<tool_call>` and tool-call pieces as vLLM's streaming Hermes parser sends them: the name first
  * (`{index, id, type: "function", function: {name, arguments: ""}}`), then `function.arguments`
  * pieces as their tokens arrive; finish_reason `tool_calls`. Top-k alternatives (`top_logprobs` >
- * 0) need one forward after the generation, so those chunks leave once it has finished.
+ * 0) come from the logits each token was drawn from, so they leave with it.
  */
 async function streamChoice(
   ctx: ServerContext,
@@ -63,16 +63,7 @@ async function streamChoice(
     });
   };
   const k = body.logprobs ? (body.top_logprobs ?? 0) : 0;
-  const gen = await ctx.served.generate(
-    rid,
-    prompt.ids,
-    spec,
-    k,
-    k > 0 ? undefined : onToken,
-    prompt.constraint,
-  );
-  if (k > 0)
-    for (const [i, t] of gen.tokenIds.entries()) onToken(t, gen.logprobs[i]!, gen.top?.[i]?.top ?? []);
+  const gen = await ctx.served.generate(rid, prompt.ids, spec, k, onToken, prompt.constraint);
   const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);
   const finish = vllmFinish(stopCause(gen.tokenIds, gen.finishReason, raw, spec), raw, includeStop);
   const parsed = tools ? parseHermesToolCalls(finish.text) : { content: finish.text, toolCalls: [] };
