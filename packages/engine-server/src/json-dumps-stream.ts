@@ -1,14 +1,5 @@
-const WS = new Set([' ', '\t', '\n', '\r']);
-const ESCAPES: Record<string, string> = {
-  '"': '"',
-  '\\': '\\',
-  '/': '/',
-  b: '\b',
-  f: '\f',
-  n: '\n',
-  r: '\r',
-  t: '\t',
-};
+import { ESCAPES, WS } from './json-grammar.js';
+
 const NUMBER_CHAR = /^[0-9.eE+-]$/;
 const isHigh = (u: string) => u >= '\uD800' && u <= '\uDBFF';
 const isLow = (u: string) => u >= '\uDC00' && u <= '\uDFFF';

@@ -25,7 +25,8 @@ export type Frame =
 export type Stack = readonly Frame[];
 
 export const WS = new Set([' ', '\t', '\n', '\r']);
-const ESCAPES: Record<string, string> = {
+/** What each JSON escape letter stands for (RFC 8259 §7). */
+export const ESCAPES: Record<string, string> = {
   '"': '"',
   '\\': '\\',
   '/': '/',

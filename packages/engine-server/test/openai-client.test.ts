@@ -287,14 +287,15 @@ describe('tool_choice forces a call by constrained decoding', () => {
       ...[6, 7].map((seed) => ({ temperature: 1.5, seed })),
     ];
     for (const setting of settings) {
-      const chat = await client.chat.completions.create({
+      const request = {
         model: 'tiny',
         messages: QUESTION,
         max_tokens: 300,
         tools: [PYTHON, RUN],
         tool_choice: { type: 'function', function: { name: 'run' } },
         ...setting,
-      });
+      } as OpenAI.ChatCompletionCreateParamsNonStreaming;
+      const chat = await client.chat.completions.create(request);
       const choice = chat.choices[0]!;
       const call = choice.message.tool_calls?.[0] as
         | { function: { name: string; arguments: string } }
@@ -304,15 +305,7 @@ describe('tool_choice forces a call by constrained decoding', () => {
       const args = JSON.parse(call!.function.arguments);
       expect(validate(args), JSON.stringify({ setting, args, errors: validate.errors })).toBe(true);
       // Streamed with the same seed: the same call, its name first, its arguments in pieces.
-      const streamed = await streamedCall({
-        model: 'tiny',
-        messages: QUESTION,
-        max_tokens: 300,
-        tools: [PYTHON, RUN],
-        tool_choice: { type: 'function', function: { name: 'run' } },
-        ...setting,
-        stream: true,
-      });
+      const streamed = await streamedCall({ ...request, stream: true });
       expect(streamed.function).toEqual(call!.function);
       expect(streamed.argumentDeltas).toBeGreaterThan(5);
       expect(streamed.finish).toBe('tool_calls');
