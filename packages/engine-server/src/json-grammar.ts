@@ -190,14 +190,14 @@ function closeKey(rest: Stack, key: string): Stack[] {
   return [[...rest.slice(0, -1), { ...parent, m: 'colon', key }]];
 }
 
+const requiredMet = (f: ObjectFrame) => f.node.required.every((r) => f.used.includes(r));
+
 function objectStep(rest: Stack, f: ObjectFrame, ch: string): Stack[] {
-  const self: Stack = [...rest, f];
-  if (WS.has(ch)) return [self];
-  const requiredMet = f.node.required.every((r) => f.used.includes(r));
+  if (WS.has(ch)) return [[...rest, f]];
   const key = (): Stack[] => [[...rest, f, { k: 'string', isKey: true, text: '', esc: '', hex: '' }]];
   switch (f.m) {
     case 'key-or-close':
-      if (ch === '}') return requiredMet ? [complete(rest)] : [];
+      if (ch === '}') return requiredMet(f) ? [complete(rest)] : [];
       return ch === '"' && moreKeys(f) ? key() : [];
     case 'key':
       return ch === '"' ? key() : [];
@@ -207,7 +207,7 @@ function objectStep(rest: Stack, f: ObjectFrame, ch: string): Stack[] {
       return [[...rest, { ...f, m: 'member' }, { k: 'value', alts }]];
     }
     case 'after':
-      if (ch === '}') return requiredMet ? [complete(rest)] : [];
+      if (ch === '}') return requiredMet(f) ? [complete(rest)] : [];
       return ch === ',' && moreKeys(f) ? [[...rest, { ...f, m: 'key' }]] : [];
     default:
       return [];
@@ -253,4 +253,29 @@ function numberStep(rest: Stack, f: Extract<Frame, { k: 'number' }>, ch: string)
   if (!f.integer && ch === '.' && (f.m === 'zero' || f.m === 'int')) return to('dot');
   if (!f.integer && (ch === 'e' || ch === 'E') && f.m !== 'expDigits') return to('exp');
   return step(complete(rest), ch);
+}
+
+/**
+ * A run of plain string characters (no quote, backslash or control character) from `text[i]` on,
+ * read at once: the state after it and where it ends; null when a key cannot take them; undefined
+ * when `stack` is not inside a string (or no such run starts at i). Most of a vocabulary fits
+ * inside a string, so this is the common case of constrained decoding.
+ */
+export function stringRun(
+  stack: Stack,
+  text: string,
+  i: number,
+): { stack: Stack; end: number } | null | undefined {
+  const top = stack.at(-1);
+  if (top?.k !== 'string' || top.esc !== '') return undefined;
+  let end = i;
+  for (; end < text.length; end++) {
+    const c = text.charCodeAt(end);
+    if (c === 34 || c === 92 || c < 32) break;
+  }
+  if (end === i) return undefined;
+  if (!top.isKey) return { stack, end };
+  const key = top.text + text.slice(i, end);
+  if (!keyMayStart(stack.at(-2) as ObjectFrame, key)) return null;
+  return { stack: [...stack.slice(0, -1), { ...top, text: key }], end };
 }

@@ -199,6 +199,37 @@ describe('JsonSchemaPrefix properties (fast-check, ajv as the oracle)', () => {
       );
     });
 
+    it(`${name}: clones reading whole pieces (shared first steps, string runs) agree with feeding one character at a time`, () => {
+      const piece = fc.string({
+        unit: fc.constantFrom(...'{}[]",:0123456789-.e tfnul\\xzamodeshp'.split('')),
+        maxLength: 6,
+      });
+      fc.assert(
+        fc.property(
+          docs,
+          fc.nat(),
+          fc.array(fc.oneof(piece, fc.nat(12)), { minLength: 1, maxLength: 8 }),
+          (doc, cut, pieces) => {
+            const prefix = doc.slice(0, cut % doc.length);
+            // random pieces, and pieces of the document's own continuation (keys then their quote)
+            const more = pieces.map((p) =>
+              typeof p === 'string' ? p : doc.slice(prefix.length, prefix.length + 1 + p),
+            );
+            const base = make();
+            for (const ch of prefix) base.feed(ch);
+            return more.every((m) => {
+              const fresh = read(make, prefix + m);
+              const c = base.clone();
+              const used = c.read(m);
+              if (fresh.accepted < prefix.length + m.length && !(fresh.done && used >= 0)) return used === -1;
+              return used >= 0 && c.done === read(make, prefix + m.slice(0, used)).done;
+            });
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+
     it(`${name}: a mutated document is refused at the first bad character; what is accepted whole validates`, () => {
       const alphabet = fc.constantFrom(...'{}[]",:0123456789-.eE tfnul\\xzamodeshp'.split(''));
       const mutation = fc.tuple(docs, fc.nat(), alphabet, fc.constantFrom('replace', 'insert', 'delete'));

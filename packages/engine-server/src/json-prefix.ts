@@ -1,5 +1,5 @@
 import { EngineServerError } from './errors.js';
-import { awaitsMember, canEnd, inText, type Stack, step, WS } from './json-grammar.js';
+import { awaitsMember, canEnd, inText, type Stack, step, stringRun, WS } from './json-grammar.js';
 import { finish } from './json-prefix-finish.js';
 import { ANY, compileSchema, type SchemaNode } from './json-schema-node.js';
 
@@ -17,6 +17,12 @@ import { ANY, compileSchema, type SchemaNode } from './json-schema-node.js';
 export class JsonSchemaPrefix {
   /** whether the last character read was a `,` or `:` between values (one space may follow) */
   private afterSeparator = false;
+  /**
+   * What each next character leads to from the state this checker was cloned in, shared by its
+   * clones until they read on: constrained decoding clones one checker per vocabulary token, and
+   * most tokens are settled by their first character.
+   */
+  private next: Map<string, { states: readonly Stack[]; afterSeparator: boolean } | null> | null = null;
 
   private constructor(
     private states: readonly Stack[],
@@ -36,6 +42,8 @@ export class JsonSchemaPrefix {
   clone(): JsonSchemaPrefix {
     const c = new JsonSchemaPrefix(this.states, this.whitespace);
     c.afterSeparator = this.afterSeparator;
+    this.next ??= new Map();
+    c.next = this.next;
     return c;
   }
 
@@ -54,12 +62,55 @@ export class JsonSchemaPrefix {
 
   /** Reads one character; false (and nothing read) when no accepted value starts with the text plus it. */
   feed(ch: string): boolean {
+    const shared = this.next;
+    this.next = null;
+    if (shared) {
+      let after = shared.get(ch);
+      if (after === undefined) {
+        after = this.step(ch) ? { states: this.states, afterSeparator: this.afterSeparator } : null;
+        shared.set(ch, after);
+      }
+      if (after === null) return false;
+      this.states = after.states;
+      this.afterSeparator = after.afterSeparator;
+      return true;
+    }
+    return this.step(ch);
+  }
+
+  private step(ch: string): boolean {
     const refused = this.whitespace === 'separators' && WS.has(ch) && !(ch === ' ' && this.afterSeparator);
-    const next = this.states.flatMap((s) => (refused && !inText(s) ? [] : step(s, ch)));
+    const next =
+      this.states.length === 1
+        ? refused && !inText(this.states[0]!)
+          ? []
+          : step(this.states[0]!, ch)
+        : this.states.flatMap((s) => (refused && !inText(s) ? [] : step(s, ch)));
     if (next.length === 0) return false;
     this.states = next;
     this.afterSeparator = (ch === ',' || ch === ':') && next.some(awaitsMember);
     return true;
+  }
+
+  /**
+   * Reads `text` until the value is done: how many characters that took (all of them when it is
+   * not done yet), or -1 when some character cannot come next (the checker is then part-way: read
+   * a clone). Plain runs inside a string are read at once (stringRun).
+   */
+  read(text: string): number {
+    let i = 0;
+    while (i < text.length && !this.done) {
+      const run = this.states.length === 1 ? stringRun(this.states[0]!, text, i) : undefined;
+      if (run === null) return -1;
+      if (run) {
+        this.states = [run.stack];
+        this.afterSeparator = false;
+        this.next = null;
+        i = run.end;
+      } else if (this.feed(text[i]!)) i += 1;
+      else return -1;
+    }
+    return i;
   }
 }
 

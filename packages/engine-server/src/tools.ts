@@ -135,7 +135,8 @@ function fits(json: JsonSchemaPrefix, tail: string, more: string, close: string)
   let i = 0;
   if (!json.done) {
     const j = json.clone();
-    for (; i < more.length && !j.done; i++) if (!j.feed(more[i]!)) return false;
+    i = j.read(more);
+    if (i < 0) return false;
     if (!j.done) return true;
   }
   return close.startsWith(tail + more.slice(i));
@@ -144,9 +145,8 @@ function fits(json: JsonSchemaPrefix, tail: string, more: string, close: string)
 /** The checker after `args`, and the text after the object's end; null when `args` cannot be one. */
 function readArgs(frame: CallFrame, args: string): { json: JsonSchemaPrefix; tail: string } | null {
   const json = frame.args();
-  let i = 0;
-  for (; i < args.length && !json.done; i++) if (!json.feed(args[i]!)) return null;
-  return { json, tail: args.slice(i) };
+  const i = json.read(args);
+  return i < 0 ? null : { json, tail: args.slice(i) };
 }
 
 /**
