@@ -21,8 +21,9 @@ export interface BatchGenerator {
       cacheId: string;
       tokenIds: number[];
       params: SamplingParams;
-      onToken?: (token: number, logprob: number) => void;
+      onToken?: (token: number, logprob: number, logits?: Float32Array) => void;
       allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
+      signal?: AbortSignal;
     }>,
   ): Promise<Array<{ tokenIds: number[]; logprobs: number[]; finishReason: 'stop' | 'length' }>>;
   release(cacheId: string): void | Promise<void>;
@@ -128,6 +129,8 @@ async function runNativeBatch(
         params: request.params,
         ...(request.onToken ? { onToken: request.onToken } : {}),
         ...(request.allowedTokens ? { allowedTokens: request.allowedTokens } : {}),
+        // In the batch too, a cancelled request stops taking decode steps.
+        ...(request.signal ? { signal: request.signal } : {}),
       })),
     );
   } catch (err) {
@@ -151,6 +154,10 @@ async function runNativeBatch(
       return;
     }
     lengths.set(p.request.cacheId, p.request.tokenIds.length + r.tokenIds.length);
+    if (p.request.signal?.aborted) {
+      p.reject(new RolloutError(RolloutErrorCode.ABORTED, 'rollout: the request was cancelled'));
+      return;
+    }
     p.resolve({ tokenIds: r.tokenIds, logprobs: r.logprobs, finishReason: r.finishReason });
   });
 }

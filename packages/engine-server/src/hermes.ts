@@ -8,6 +8,11 @@ export interface ParsedToolCalls {
 
 const CALL = /<tool_call>(.*?)<\/tool_call>|<tool_call>(.*)/gs;
 
+/** A tool call's id as vLLM makes one (`make_tool_call_id`: `chatcmpl-tool-` and 32 hex digits). */
+export function toolCallId(): string {
+  return `chatcmpl-tool-${randomBytes(16).toString('hex')}`;
+}
+
 /**
  * The Hermes tool-call parser of `vllm serve --tool-call-parser hermes`
  * (`vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py`, non-streaming path): every
@@ -24,7 +29,7 @@ export function parseHermesToolCalls(text: string): ParsedToolCalls {
       const call = JSON.parse(raw) as { name?: unknown; arguments?: unknown };
       if (typeof call.name !== 'string') throw new Error('no name');
       toolCalls.push({
-        id: `chatcmpl-tool-${randomBytes(16).toString('hex')}`,
+        id: toolCallId(),
         type: 'function',
         function: { name: call.name, arguments: pythonJsonDumps(call.arguments ?? {}) },
       });

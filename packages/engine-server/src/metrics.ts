@@ -1,4 +1,4 @@
-import { Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import type { ServedEngine } from './served-engine.js';
 
 /**
@@ -36,6 +36,16 @@ export class ServerMetrics {
       registers: [this.registry],
       async collect() {
         this.set(labels, (await served.engine.load()).kvUsage ?? 0);
+      },
+    });
+    new Counter({
+      name: 'vllm:generation_tokens_total',
+      help: 'Number of generation tokens processed.',
+      labelNames: ['model_name', 'engine'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(labels, served.generatedTokens);
       },
     });
     const info = new Gauge({

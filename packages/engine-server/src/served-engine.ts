@@ -37,6 +37,8 @@ export class ServedEngine {
   running = 0;
   /** requests waiting for a weight reload to finish */
   waiting = 0;
+  /** tokens sampled since the start (vLLM's `generation_tokens_total`), cancelled requests' too */
+  generatedTokens = 0;
   /** how many times the weights were replaced */
   modelVersion = 0;
   weightVersion = 'default';
@@ -89,7 +91,9 @@ export class ServedEngine {
 
   /**
    * Samples one continuation of `tokenIds`; `topLogprobs` > 0 adds the k most likely tokens per step.
-   * `onToken` sees each token as it is sampled (streaming); it does not change what is sampled.
+   * `onToken` sees each token as it is sampled (streaming), with its top k taken from the logits
+   * row it was drawn from (a device model keeps those on the device: its tokens then reach
+   * `onToken` after the generation, tops from one forward); it does not change what is sampled.
    * `allowedTokens` constrains each draw (forced tool calls); the logprobs stay the model's.
    */
   async generate(
@@ -97,7 +101,7 @@ export class ServedEngine {
     tokenIds: number[],
     spec: GenerationSpec,
     topLogprobs = 0,
-    onToken?: (token: number, logprob: number) => void,
+    onToken?: (token: number, logprob: number, top?: Array<[number, number]>) => void,
     allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null,
   ): Promise<Generation> {
     this.checkPrompt(tokenIds, spec.params.maxNewTokens);
@@ -110,6 +114,18 @@ export class ServedEngine {
     const controller = new AbortController();
     this.controllers.set(rid, controller);
     this.running += 1;
+    const t = spec.params.temperature > 0 ? spec.params.temperature : 1;
+    /** tokens whose logits stayed on a device: they reach onToken after the generation */
+    const deferred: number[] = [];
+    const streamed: PositionLogprobs[] = [];
+    const counted = (token: number, logprob: number, logits?: Float32Array) => {
+      this.generatedTokens += 1;
+      if (!onToken) return;
+      if (topLogprobs <= 0) return onToken(token, logprob);
+      if (!logits) return void deferred.push(token);
+      streamed.push(rowLogprobs(logits, topLogprobs, t, token));
+      onToken(token, logprob, streamed.at(-1)!.top);
+    };
     try {
       const entry = await this.prefixes.acquire(tokenIds);
       let result: GenerateResult | null = null;
@@ -119,16 +135,21 @@ export class ServedEngine {
           tokenIds,
           params: spec.params,
           signal: controller.signal,
-          ...(onToken ? { onToken } : {}),
+          onToken: counted,
           ...(allowedTokens ? { allowedTokens } : {}),
         });
       } finally {
         await this.prefixes.done(entry, result ? [...tokenIds, ...result.tokenIds] : null);
       }
       if (topLogprobs <= 0 || result.tokenIds.length === 0) return result;
-      const t = spec.params.temperature > 0 ? spec.params.temperature : 1;
+      // Streamed from the decode steps' own logits: no second forward.
+      if (onToken && deferred.length === 0) return { ...result, top: streamed };
       const all = this.positionLogprobs([...tokenIds, ...result.tokenIds], topLogprobs, t);
-      return { ...result, top: all.slice(tokenIds.length - 1, tokenIds.length - 1 + result.tokenIds.length) };
+      const top = all.slice(tokenIds.length - 1, tokenIds.length - 1 + result.tokenIds.length);
+      const late = result.tokenIds.length - deferred.length;
+      for (const [i, token] of deferred.entries())
+        onToken?.(token, result.logprobs[late + i]!, top[late + i]!.top);
+      return { ...result, top };
     } finally {
       this.running -= 1;
       this.controllers.delete(rid);
@@ -150,25 +171,8 @@ export class ServedEngine {
       );
     const logits = this.model.forwardLogits(packSequences([ids]));
     const out: PositionLogprobs[] = [];
-    for (let i = 0; i + 1 < ids.length; i++) {
-      const row = logits.subarray(i * vocab, (i + 1) * vocab);
-      let max = Number.NEGATIVE_INFINITY;
-      for (let v = 0; v < vocab; v++) max = Math.max(max, row[v]! / temperature);
-      let sum = 0;
-      for (let v = 0; v < vocab; v++) sum += Math.exp(row[v]! / temperature - max);
-      const logZ = max + Math.log(sum);
-      const lp = (v: number) => row[v]! / temperature - logZ;
-      const top: Array<[number, number]> = [];
-      for (let v = 0; v < vocab && k > 0; v++) {
-        const x = row[v]!;
-        if (top.length < k) top.push([v, x]);
-        else if (x > top[top.length - 1]![1]) top[top.length - 1] = [v, x];
-        else continue;
-        top.sort((a, b) => b[1] - a[1]);
-      }
-      const next = ids[i + 1]!;
-      out.push({ id: next, logprob: lp(next), top: top.map(([v]) => [v, lp(v)]) });
-    }
+    for (let i = 0; i + 1 < ids.length; i++)
+      out.push(rowLogprobs(logits.subarray(i * vocab, (i + 1) * vocab), k, temperature, ids[i + 1]!));
     return out;
   }
 
@@ -300,4 +304,24 @@ export class ServedEngine {
     this.abort();
     await this.engine.close();
   }
+}
+
+/** Log-softmax(row / temperature) at `id`, and the k most likely tokens with theirs. */
+function rowLogprobs(row: Float32Array, k: number, temperature: number, id: number): PositionLogprobs {
+  const vocab = row.length;
+  let max = Number.NEGATIVE_INFINITY;
+  for (let v = 0; v < vocab; v++) max = Math.max(max, row[v]! / temperature);
+  let sum = 0;
+  for (let v = 0; v < vocab; v++) sum += Math.exp(row[v]! / temperature - max);
+  const logZ = max + Math.log(sum);
+  const lp = (v: number) => row[v]! / temperature - logZ;
+  const top: Array<[number, number]> = [];
+  for (let v = 0; v < vocab && k > 0; v++) {
+    const x = row[v]!;
+    if (top.length < k) top.push([v, x]);
+    else if (x > top[top.length - 1]![1]) top[top.length - 1] = [v, x];
+    else continue;
+    top.sort((a, b) => b[1] - a[1]);
+  }
+  return { id, logprob: lp(id), top: top.map(([v]) => [v, lp(v)]) };
 }

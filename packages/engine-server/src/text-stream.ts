@@ -6,8 +6,6 @@ export interface TextStreamOptions {
   /** stop strings cut out of the text: their length − 1 is held back until the next token */
   stopStrings: readonly string[];
   includeStopStr: boolean;
-  /** text from this marker on is held until the end (the tool-call parser takes it then) */
-  holdFrom?: string;
 }
 
 /**
@@ -15,7 +13,7 @@ export interface TextStreamOptions {
  * (`vllm/v1/engine/detokenizer.py`): each new token re-decodes the output so far and releases only
  * text no later token can change: never a trailing U+FFFD (a UTF-8 sequence cut mid-way), never the
  * last `max(len(stop)) − 1` characters while a stop string could still complete there
- * (`stop_buffer_length`), never text from `holdFrom` on (nor a trailing prefix of it). `finish`
+ * (`stop_buffer_length`). `finish`
  * releases the rest of the final text, so the pieces always join to the non-streamed text.
  */
 export function createTextStream(codec: TextCodec, options: TextStreamOptions) {
@@ -33,7 +31,6 @@ export function createTextStream(codec: TextCodec, options: TextStreamOptions) {
       // completed it is reported before the engine stops); otherwise hold back a possible start.
       if (stop) text = text.slice(0, stop.index + (options.includeStopStr ? stop.text.length : 0));
       else text = text.slice(0, Math.max(0, text.length - stopHold));
-      if (options.holdFrom) text = beforeMarker(text, options.holdFrom);
       if (text.length <= sent.length || !text.startsWith(sent)) return '';
       const delta = text.slice(sent.length);
       sent = text;
@@ -50,13 +47,4 @@ export function createTextStream(codec: TextCodec, options: TextStreamOptions) {
       return sent;
     },
   };
-}
-
-/** `text` cut before `marker`, or before a trailing prefix of it that a later token could complete. */
-function beforeMarker(text: string, marker: string): string {
-  const at = text.indexOf(marker);
-  if (at >= 0) return text.slice(0, at);
-  for (let k = Math.min(marker.length - 1, text.length); k > 0; k--)
-    if (text.endsWith(marker.slice(0, k))) return text.slice(0, text.length - k);
-  return text;
 }

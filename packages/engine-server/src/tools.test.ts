@@ -14,7 +14,7 @@ const ctx = {
 } as unknown as ServerContext;
 
 describe('toolCallConstraint (forced tool calls)', () => {
-  const allowed = toolCallConstraint(ctx, ['search', 'python']);
+  const allowed = toolCallConstraint(ctx, [{ name: 'search' }, { name: 'python' }]);
   const call = '<tool_call>\n{"name": "search", "arguments": {"q": "6*7", "k": [1, 2.5]}}\n</tool_call>';
   const ids = tokenizer.encode(call);
 

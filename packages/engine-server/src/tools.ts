@@ -1,7 +1,7 @@
 import { renderChat, type TemplateMessage } from '@agentrl/engine';
 import type { ServerContext } from './context.js';
 import { EngineServerError } from './errors.js';
-import { JsonObjectPrefix } from './json-prefix.js';
+import { argumentsPrefix, type JsonSchemaPrefix } from './json-prefix.js';
 import type { VllmChatRequest } from './request-schemas.js';
 
 type RequestTool = NonNullable<VllmChatRequest['tools']>[number];
@@ -24,11 +24,22 @@ export function normalizeTools(tools: readonly RequestTool[]): Array<Record<stri
   });
 }
 
+/** A function a forced call may name, and its `parameters` JSON Schema (absent: any object). */
+export interface ForcedTool {
+  name: string;
+  parameters?: unknown;
+}
+
 /**
  * The functions a `tool_choice` forces (vLLM `ChatCompletionRequest.tool_choice`): a named
  * function → that one, "required" → any of the tools, "auto" / "none" / absent → none forced.
  */
-export function forcedTools(body: VllmChatRequest): string[] {
+export function forcedTools(body: VllmChatRequest): ForcedTool[] {
+  const tools = (body.tools ?? []).map((t) => ({ name: t.function.name, parameters: t.function.parameters }));
+  return forcedNames(body).map((n) => tools.find((t) => t.name === n)!);
+}
+
+function forcedNames(body: VllmChatRequest): string[] {
   const choice = body.tool_choice;
   const names = (body.tools ?? []).map((t) => t.function.name);
   if (choice === undefined || choice === null || choice === 'auto' || choice === 'none') return [];
@@ -56,10 +67,14 @@ export function forcedTools(body: VllmChatRequest): string[] {
 /** Where the chat template's rendering of a call to a function named MARKER ends its frame. */
 const MARKER = 'f0rced_t00l_name';
 
-/** A call's text around its arguments: `open` up to them (name included), `close` after them. */
+/**
+ * A call's text around its arguments: `open` up to them (name included), `close` after them, and
+ * the checker of its arguments (the tool's `parameters` schema).
+ */
 interface CallFrame {
   open: string;
   close: string;
+  args: () => JsonSchemaPrefix;
 }
 
 /**
@@ -68,7 +83,7 @@ interface CallFrame {
  * frame is the template's own tool-call grammar; a template that renders no calls gets the Hermes
  * frame of Qwen's templates, `<tool_call>\n{"name": "…", "arguments": ` … `}\n</tool_call>`.
  */
-function callFrame(ctx: ServerContext, name: string): CallFrame {
+function callFrame(ctx: ServerContext, name: string): Omit<CallFrame, 'args'> {
   const call = { type: 'function', function: { name: MARKER, arguments: {} } };
   const turn = { role: 'assistant', content: '', tool_calls: [call] } as unknown as TemplateMessage;
   let text = '';
@@ -116,42 +131,46 @@ function pieces(ctx: ServerContext): string[] {
  * the object closed, `tail` of the frame's `close`): the arguments stay a JSON object prefix, and
  * whatever follows its closing brace is the next part of `close`.
  */
-function fits(json: JsonObjectPrefix, tail: string, more: string, close: string): boolean {
+function fits(json: JsonSchemaPrefix, tail: string, more: string, close: string): boolean {
   let i = 0;
   if (!json.done) {
     const j = json.clone();
-    for (; i < more.length && !j.done; i++) if (!j.feed(more[i]!)) return false;
+    i = j.read(more);
+    if (i < 0) return false;
     if (!j.done) return true;
   }
   return close.startsWith(tail + more.slice(i));
 }
 
-/** The recogniser after `args`, and the text after the object's end; null when `args` cannot be one. */
-function readArgs(args: string): { json: JsonObjectPrefix; tail: string } | null {
-  const json = new JsonObjectPrefix();
-  let i = 0;
-  for (; i < args.length && !json.done; i++) if (!json.feed(args[i]!)) return null;
-  return { json, tail: args.slice(i) };
+/** The checker after `args`, and the text after the object's end; null when `args` cannot be one. */
+function readArgs(frame: CallFrame, args: string): { json: JsonSchemaPrefix; tail: string } | null {
+  const json = frame.args();
+  const i = json.read(args);
+  return i < 0 ? null : { json, tail: args.slice(i) };
 }
 
 /**
  * Forced tool calls by constrained decoding (vLLM answers `tool_choice` named or "required" with
  * guided decoding, `serving_chat.py` / `vllm/v1/structured_output`): every draw may only take a
- * token whose text keeps the output a prefix of a call to one of `names` in the chat template's own
- * frame (callFrame): the frame up to the arguments, the arguments a JSON object (json-prefix.ts;
- * not checked against the tool's parameters schema, planned), then the frame's close through
+ * token whose text keeps the output a prefix of a call to one of `tools` in the chat template's own
+ * frame (callFrame): the frame up to the arguments, the arguments a JSON object held to the
+ * tool's `parameters` schema (json-prefix.ts, as vLLM hands `parameters` to guided decoding in
+ * `ChatCompletionRequest._get_guided_json_from_tool`), then the frame's close through
  * `</tool_call>`, then EOS (the turn ends with the call, as vLLM's grammar ends it).
  */
 export function toolCallConstraint(
   ctx: ServerContext,
-  names: readonly string[],
+  tools: readonly ForcedTool[],
 ): (generated: readonly number[]) => ReadonlySet<number> | null {
-  const frames = names.map((n) => callFrame(ctx, n));
+  const frames: CallFrame[] = tools.map((t) => ({
+    ...callFrame(ctx, t.name),
+    args: argumentsPrefix(t.name, t.parameters, 'separators'),
+  }));
   return (generated) => {
     const text = ctx.codec.decode(generated, false);
     const opening = frames.filter((f) => f.open.length > text.length && f.open.startsWith(text));
     const inside = frames.find((f) => text.startsWith(f.open));
-    const args = inside ? readArgs(text.slice(inside.open.length)) : null;
+    const args = inside ? readArgs(inside, text.slice(inside.open.length)) : null;
     // A finished call ends the turn, as the grammar's end does under vLLM's guided decoding.
     if (inside && args?.tail === inside.close) return ctx.eosIds.length > 0 ? new Set(ctx.eosIds) : null;
     if (opening.length === 0 && (!inside || !args)) return null;
@@ -163,7 +182,7 @@ export function toolCallConstraint(
         opening.some(
           (f) =>
             f.open.startsWith(next) ||
-            (next.startsWith(f.open) && fits(new JsonObjectPrefix(), '', next.slice(f.open.length), f.close)),
+            (next.startsWith(f.open) && fits(f.args(), '', next.slice(f.open.length), f.close)),
         ) ||
         (inside !== undefined && args !== null && fits(args.json, args.tail, piece, inside.close));
       if (ok) allowed.add(id);

@@ -2,10 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { saveModel } from '@agentrl/engine';
+import { Ajv } from 'ajv';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatFormat, QUESTION, tokenizer, trainToolModel } from '../../rollout/test/helpers/tool-model.js';
-import { JsonObjectPrefix } from '../src/json-prefix.js';
+import { argumentsPrefix } from '../src/json-prefix.js';
 import { spawnServer } from './helpers/serve-process.js';
 
 let dir: string;
@@ -60,6 +61,37 @@ describe('streaming with the openai client against agentrl serve as its own proc
     expect(last.usage!.completion_tokens).toBe(400);
   });
 
+  it('top-k logprobs leave with each token as it is sampled, equal to the non-streamed ones', async () => {
+    const request = {
+      model: 'tiny',
+      prompt,
+      max_tokens: 300,
+      temperature: 1,
+      seed: 11,
+      ignore_eos: true,
+      logprobs: 3,
+    };
+    const whole = (await client.completions.create(request)).choices[0]!.logprobs!;
+    let runningAtFirst = -1;
+    const tokens: string[] = [];
+    const tops: Array<Record<string, number>> = [];
+    for await (const chunk of await client.completions.create({ ...request, stream: true })) {
+      const lp = chunk.choices[0]?.logprobs;
+      if (!lp?.tokens?.length) continue;
+      if (runningAtFirst < 0) runningAtFirst = await running();
+      tokens.push(...lp.tokens);
+      tops.push(...(lp.top_logprobs as Array<Record<string, number>>));
+    }
+    expect(runningAtFirst).toBe(1); // the first alternatives arrived before the generation ended
+    expect(tokens).toEqual(whole.tokens);
+    expect(tops).toHaveLength(300);
+    for (const [i, top] of tops.entries()) {
+      const expected = (whole.top_logprobs as Array<Record<string, number>>)[i]!;
+      expect(Object.keys(top).sort()).toEqual(Object.keys(expected).sort());
+      for (const [t, v] of Object.entries(top)) expect(v).toBeCloseTo(expected[t]!, 4);
+    }
+  });
+
   it('a stop string is held back while it could still complete: the pieces join to the cut text', async () => {
     const request = { model: 'tiny', prompt, max_tokens: 200, temperature: 0, stop: ['</tool_call>'] };
     const whole = await client.completions.create(request);
@@ -101,7 +133,7 @@ describe('streaming with the openai client against agentrl serve as its own proc
     expect(whole.choices[0]!.message).toMatchObject({ reasoning: null, reasoning_content: null });
   });
 
-  it('chat with tools streams the Hermes call whole in the last chunk, as the accumulating client reads it', async () => {
+  it('chat with tools streams the call as vLLM does: the name first, then argument pieces', async () => {
     const request = {
       model: 'tiny',
       messages: QUESTION,
@@ -114,16 +146,88 @@ describe('streaming with the openai client against agentrl serve as its own proc
       function: { name: string; arguments: string };
     };
     expect(call.function).toEqual({ name: 'python', arguments: '{"code": "print(6*7)"}' });
-    const stream = client.chat.completions.stream({ ...request, stream: true });
-    const final = await stream.finalChatCompletion();
-    const streamed = final.choices[0]!;
-    expect(streamed.finish_reason).toBe('tool_calls');
+    const streamed = await streamedCall({ ...request, stream: true });
+    expect(streamed.first).toEqual({
+      index: 0,
+      id: expect.stringMatching(/^chatcmpl-tool-[0-9a-f]{32}$/),
+      type: 'function',
+      function: { name: 'python', arguments: '' },
+    });
+    expect(streamed.argumentDeltas).toBeGreaterThan(5); // the arguments arrive in pieces
+    expect(streamed.function).toEqual(call.function);
+    expect(streamed.finish).toBe('tool_calls');
+    // The openai client's own accumulator reads the same call.
+    const final = await client.chat.completions.stream({ ...request, stream: true }).finalChatCompletion();
+    expect(final.choices[0]!.finish_reason).toBe('tool_calls');
     // vLLM's first delta is `{role, content: ""}`: the accumulated content is "" where the whole reply's is null.
     expect(whole.choices[0]!.message.content).toBeNull();
-    expect(streamed.message.content).toBe('');
-    expect(
-      (streamed.message.tool_calls![0]! as { function: { name: string; arguments: string } }).function,
-    ).toEqual(call.function);
+    expect(final.choices[0]!.message.content).toBe('');
+    expect((final.choices[0]!.message.tool_calls![0]! as { function: unknown }).function).toEqual(
+      call.function,
+    );
+  });
+});
+
+/**
+ * A streamed chat turn's one tool call as a client accumulates it, with the first delta of the
+ * call, how many deltas carried argument text, and whether the name came before the last of them.
+ */
+async function streamedCall(request: OpenAI.ChatCompletionCreateParamsStreaming) {
+  let first: unknown;
+  let name = '';
+  let args = '';
+  let argumentDeltas = 0;
+  let finish: string | null = null;
+  for await (const chunk of await client.chat.completions.create(request)) {
+    const choice = chunk.choices[0];
+    for (const d of choice?.delta.tool_calls ?? []) {
+      first ??= d;
+      name += d.function?.name ?? '';
+      if (d.function?.arguments) {
+        expect(name).not.toBe(''); // the name leaves before any argument text
+        argumentDeltas += 1;
+        args += d.function.arguments;
+      }
+    }
+    finish = choice?.finish_reason ?? finish;
+  }
+  return { first, function: { name, arguments: args }, argumentDeltas, finish };
+}
+
+describe('a client that goes away mid-stream', () => {
+  /** vLLM's counter of sampled tokens, read from the server's /metrics. */
+  const generated = async () =>
+    Number(
+      /^vllm:generation_tokens_total\{[^}]*\} (\d+)/m.exec(
+        await (await fetch(`${server.url}/metrics`)).text(),
+      )![1],
+    );
+
+  it('stops its decode: the engine takes no more steps for it, and the next request is served at once', async () => {
+    const before = await generated();
+    const controller = new AbortController();
+    const request = { model: 'tiny', prompt, max_tokens: 450, temperature: 0, ignore_eos: true };
+    const stream = await client.completions.create(
+      { ...request, stream: true },
+      { signal: controller.signal },
+    );
+    let chunks = 0;
+    try {
+      for await (const _ of stream) if (++chunks === 3) controller.abort();
+    } catch {
+      // the client's own abort: how the openai client ends a stream it stopped (or not)
+    }
+    expect(chunks).toBe(3);
+    const deadline = Date.now() + 5_000;
+    while ((await running()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    expect(await running()).toBe(0);
+    const spent = (await generated()) - before;
+    // 450 tokens were asked for; the decode stopped within a few steps of the disconnect.
+    expect(spent).toBeGreaterThanOrEqual(3);
+    expect(spent).toBeLessThan(100);
+    const next = await client.completions.create({ ...request, max_tokens: 4 });
+    expect(next.usage!.completion_tokens).toBe(4);
+    expect((await generated()) - before).toBe(spent + 4);
   });
 });
 
@@ -151,7 +255,7 @@ describe('tool_choice forces a call by constrained decoding', () => {
     expect(text.startsWith(frame('search'))).toBe(true);
     // The tiny model never closes its arguments in 120 tokens; what it wrote is held to a JSON object's start.
     // The arguments are held to a JSON object, the frame is closed, and the turn ends there (EOS).
-    const args = new JsonObjectPrefix();
+    const args = argumentsPrefix('search', SEARCH.function.parameters)();
     const rest = [...text.slice(frame('search').length)];
     let i = 0;
     for (; i < rest.length && !args.done; i++) expect(args.feed(rest[i]!)).toBe(true);
@@ -159,6 +263,53 @@ describe('tool_choice forces a call by constrained decoding', () => {
     expect(rest.slice(i).join('')).toBe('}\n</tool_call><|im_end|>');
     for (const call of chat.choices[0]!.message.tool_calls ?? [])
       expect((call as { function: { name: string } }).function.name).toBe('search');
+  });
+
+  it("the arguments are held to the tool's parameters schema: a required integer and an enum, at any seed and temperature", async () => {
+    // The tiny model only ever learnt {"code": "print(6*7)"}: left to itself (a JSON object and
+    // nothing more, as before the schema mask) it writes that, which this schema refuses.
+    const RUN = {
+      type: 'function' as const,
+      function: {
+        name: 'run',
+        parameters: {
+          type: 'object',
+          properties: { n: { type: 'integer' }, mode: { type: 'string', enum: ['fast', 'exact'] } },
+          required: ['n', 'mode'],
+          additionalProperties: false,
+        },
+      },
+    };
+    const validate = new Ajv({ strict: false }).compile(RUN.function.parameters);
+    const settings = [
+      { temperature: 0 },
+      ...[1, 2, 3, 4, 5].map((seed) => ({ temperature: 1, seed })),
+      ...[6, 7].map((seed) => ({ temperature: 1.5, seed })),
+    ];
+    for (const setting of settings) {
+      const request = {
+        model: 'tiny',
+        messages: QUESTION,
+        max_tokens: 300,
+        tools: [PYTHON, RUN],
+        tool_choice: { type: 'function', function: { name: 'run' } },
+        ...setting,
+      } as OpenAI.ChatCompletionCreateParamsNonStreaming;
+      const chat = await client.chat.completions.create(request);
+      const choice = chat.choices[0]!;
+      const call = choice.message.tool_calls?.[0] as
+        | { function: { name: string; arguments: string } }
+        | undefined;
+      expect(choice.finish_reason, JSON.stringify({ setting, message: choice.message })).toBe('tool_calls');
+      expect(call!.function.name).toBe('run');
+      const args = JSON.parse(call!.function.arguments);
+      expect(validate(args), JSON.stringify({ setting, args, errors: validate.errors })).toBe(true);
+      // Streamed with the same seed: the same call, its name first, its arguments in pieces.
+      const streamed = await streamedCall({ ...request, stream: true });
+      expect(streamed.function).toEqual(call!.function);
+      expect(streamed.argumentDeltas).toBeGreaterThan(5);
+      expect(streamed.finish).toBe('tool_calls');
+    }
   });
 
   it('"required" opens a call to one of the tools; an unknown name or no tools is a 400', async () => {

@@ -16,15 +16,22 @@ export interface GenerateRequest {
   /**
    * Called with each new token as soon as it is sampled (after its logprob is final), before the
    * next decode step: what a streaming server sends. Observes only; the draws are the same with or
-   * without it.
+   * without it. On the host, `logits` is the model's row the token was drawn from (before
+   * penalties and constraints; valid during the call only): top-k alternatives as tokens arrive.
    */
-  onToken?: (token: number, logprob: number) => void;
+  onToken?: (token: number, logprob: number, logits?: Float32Array) => void;
   /**
    * Constrained decoding: given the tokens generated so far, the set the next one must come from,
    * or null for no constraint at this step. The draw is made over the allowed tokens only; the
    * recorded logprob stays the model's (as with penalties).
    */
   allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
+  /**
+   * Cancels this request between decode steps: once aborted it takes no further step (the rest of
+   * the batch decodes on) and ends with the tokens sampled so far, finishReason 'length'; a server
+   * whose client went away stops spending steps on it.
+   */
+  signal?: AbortSignal;
 }
 
 export interface GenerateResult {
@@ -78,8 +85,9 @@ interface CacheEntry {
 
 interface Active {
   index: number;
-  onToken: ((token: number, logprob: number) => void) | undefined;
+  onToken: GenerateRequest['onToken'];
   allowedTokens: GenerateRequest['allowedTokens'];
+  signal: AbortSignal | undefined;
   entry: CacheEntry;
   params: SamplingParams;
   random: () => number;
@@ -179,13 +187,14 @@ export class Generator {
         index,
         onToken: req.onToken,
         allowedTokens: req.allowedTokens,
+        signal: req.signal,
         entry: this.cacheFor(req.cacheId),
         params,
         random: createRng(seed),
         counts: new Map(),
         out: { tokenIds: [], logprobs: [], finishReason: 'length' },
         // A sequence already at max_position_embeddings has no room: it ends at once, with 'length'.
-        done: req.tokenIds.length >= m.shape.maxPositions,
+        done: req.tokenIds.length >= m.shape.maxPositions || req.signal?.aborted === true,
       };
     });
     // Prefill: only the part of each sequence its cache does not hold yet.
@@ -224,10 +233,22 @@ export class Generator {
         next.push([token]);
       }
       this.rescore(sampled);
-      for (const a of sampled) a.onToken?.(a.out.tokenIds.at(-1) ?? 0, a.out.logprobs.at(-1) ?? 0);
+      // Row r of this step's logits is rows[r]'s (sampled lists the rows in order).
+      for (const [r, a] of sampled.entries()) {
+        const row = logits?.subarray(r * V, (r + 1) * V);
+        a.onToken?.(a.out.tokenIds.at(-1) ?? 0, a.out.logprobs.at(-1) ?? 0, row);
+      }
       if (stepping.length === 0) break;
       // Let timers and I/O (tool calls of other trajectories, HTTP) run between decode steps.
       await new Promise<void>((resolve) => setImmediate(resolve));
+      // A request cancelled meanwhile takes no further step.
+      for (let i = stepping.length - 1; i >= 0; i--) {
+        if (!stepping[i]!.signal?.aborted) continue;
+        stepping[i]!.done = true;
+        stepping.splice(i, 1);
+        next.splice(i, 1);
+      }
+      if (stepping.length === 0) break;
       if (m.version !== version) {
         throw new EngineError(
           'INVALID_REQUEST',

@@ -48,6 +48,50 @@ describe('KV-cache generation', () => {
     },
   );
 
+  it('a cancelled request takes no further step; the rest of its batch draws what it draws alone', async () => {
+    const model = createModel(tinyConfig(), { seed: 2 });
+    const params = { temperature: 1, maxNewTokens: 20, seed: 4 };
+    const [alone] = await createGenerator(model).generate([{ cacheId: 'b', tokenIds: [4, 5], params }]);
+    const controller = new AbortController();
+    const onToken = () => controller.abort(); // cancelled as its first token leaves
+    const [cancelled, kept] = await createGenerator(model).generate([
+      { cacheId: 'a', tokenIds: [1, 2, 3], params, onToken, signal: controller.signal },
+      { cacheId: 'b', tokenIds: [4, 5], params },
+    ]);
+    expect(cancelled!.tokenIds).toHaveLength(1);
+    expect(kept!.tokenIds).toEqual(alone!.tokenIds);
+    expect(kept!.tokenIds).toHaveLength(20);
+    const [none] = await createGenerator(model).generate([
+      { cacheId: 'c', tokenIds: [1], params, signal: AbortSignal.abort() },
+    ]);
+    expect(none!.tokenIds).toEqual([]);
+  });
+
+  it("onToken gets the logits row each token was drawn from: its log-softmax is the token's logprob", async () => {
+    const model = createModel(tinyConfig(), { seed: 3 });
+    const params = { temperature: 0.7, maxNewTokens: 8, seed: 2 };
+    const seen: Array<[number, number, number]> = [];
+    const onToken = (token: number, logprob: number, logits?: Float32Array) => {
+      expect(logits).toHaveLength(V);
+      seen.push([
+        token,
+        logprob,
+        logSoftmaxAt(
+          logits!.map((x) => x / 0.7),
+          V,
+          0,
+          token,
+        ),
+      ]);
+    };
+    await createGenerator(model).generate([
+      { cacheId: 'b', tokenIds: [7], params: { ...params, seed: 5, maxNewTokens: 3 } },
+      { cacheId: 'a', tokenIds: [1, 2, 3], params, onToken }, // row 1, then row 0 once b is done
+    ]);
+    expect(seen).toHaveLength(8);
+    for (const [, logprob, fromRow] of seen) expect(fromRow).toBeCloseTo(logprob, 5);
+  });
+
   it('onToken sees each token as it is sampled, in step order, and changes no draw', async () => {
     const model = createModel(tinyConfig(), { seed: 2 });
     const params = { temperature: 1, maxNewTokens: 10, seed: 9 };

@@ -15,8 +15,9 @@ export interface GenerateRequest {
   /**
    * Each new token as it is sampled, for streaming; adapters that can (the native one) call it
    * before the result resolves, the others may not call it at all. It never changes what is sampled.
+   * In-process engines on the host also pass the logits row the token was drawn from.
    */
-  onToken?: (token: number, logprob: number) => void;
+  onToken?: (token: number, logprob: number, logits?: Float32Array) => void;
   /** Constrained decoding (in-process engines only): the tokens allowed next, or null for any. */
   allowedTokens?: (generated: readonly number[]) => ReadonlySet<number> | null;
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import { now, type ServerContext } from '../context.js';
 import { parseHermesToolCalls } from '../hermes.js';
+import { createHermesStream, type HermesDelta } from '../hermes-stream.js';
 import type { VllmChatRequest } from '../request-schemas.js';
 import { vllmGenerationSpec } from '../sampling.js';
 import { stopCause, vllmFinish } from '../stop.js';
@@ -12,15 +13,23 @@ import { streamError, streamUsage } from './stream-common.js';
 
 type Prompt = ReturnType<typeof chatPrompt>;
 
+/** A chunk's delta: content and tool-call pieces, each key only when it carries something. */
+function deltaOf(d: HermesDelta): Record<string, unknown> {
+  return {
+    ...(d.content ? { content: d.content } : {}),
+    ...(d.toolCalls.length > 0 ? { tool_calls: d.toolCalls } : {}),
+  };
+}
+
 /**
  * One streamed choice, after vLLM's `chat_completion_stream_generator` (`serving_chat.py`): a first
- * delta `{role: "assistant", content: ""}`, then a content delta per sampled token as the engine
- * samples it (with its logprob under `logprobs`), then a last chunk with the rest of the content,
- * the tool calls and the finish reason. With tools, text from `<tool_call>` on is held back and the
- * Hermes parser's calls leave in the last chunk, each whole (`{index, id, type, function: {name,
- * arguments}}`), which clients that accumulate deltas (the openai client does) read as vLLM's
- * name-then-argument pieces. Top-k alternatives (`top_logprobs` > 0) need one forward after the
- * generation, so those chunks leave once it has finished.
+ * delta `{role: "assistant", content: ""}`, then a delta per sampled token as the engine samples it
+ * (with its logprob under `logprobs`), then a last chunk with what is left and the finish reason.
+ * With tools, the Hermes stream (hermes-stream.ts) turns the text into content before the first
+ * `<tool_call>` and tool-call pieces as vLLM's streaming Hermes parser sends them: the name first
+ * (`{index, id, type: "function", function: {name, arguments: ""}}`), then `function.arguments`
+ * pieces as their tokens arrive; finish_reason `tool_calls`. Top-k alternatives (`top_logprobs` >
+ * 0) come from the logits each token was drawn from, so they leave with it.
  */
 async function streamChoice(
   ctx: ServerContext,
@@ -38,42 +47,34 @@ async function streamChoice(
     skipSpecial,
     stopStrings: spec.stopStrings,
     includeStopStr: includeStop,
-    ...(tools ? { holdFrom: '<tool_call>' } : {}),
   });
+  const hermes = tools ? createHermesStream() : null;
+  const split = (safe: string): HermesDelta =>
+    hermes ? hermes.push(safe) : { content: safe, toolCalls: [] };
   send({ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null });
   const onToken = (token: number, logprob: number, top: Array<[number, number]> = []) => {
-    const delta = text.push(token);
-    if (!delta && !body.logprobs) return;
+    const delta = deltaOf(split(text.push(token)));
+    if (Object.keys(delta).length === 0 && !body.logprobs) return;
     send({
       index,
-      delta: delta ? { content: delta } : {},
+      delta,
       logprobs: body.logprobs ? { content: [chatLogprobEntry(ctx, token, logprob, top)] } : null,
       finish_reason: null,
     });
   };
   const k = body.logprobs ? (body.top_logprobs ?? 0) : 0;
-  const gen = await ctx.served.generate(
-    rid,
-    prompt.ids,
-    spec,
-    k,
-    k > 0 ? undefined : onToken,
-    prompt.constraint,
-  );
-  if (k > 0)
-    for (const [i, t] of gen.tokenIds.entries()) onToken(t, gen.logprobs[i]!, gen.top?.[i]?.top ?? []);
+  const gen = await ctx.served.generate(rid, prompt.ids, spec, k, onToken, prompt.constraint);
   const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);
   const finish = vllmFinish(stopCause(gen.tokenIds, gen.finishReason, raw, spec), raw, includeStop);
   const parsed = tools ? parseHermesToolCalls(finish.text) : { content: finish.text, toolCalls: [] };
-  const rest = text.finish(parsed.content ?? '');
+  const rest = split(text.finish(finish.text));
+  const last = hermes ? hermes.end(parsed, finish.text) : { content: '', toolCalls: [] };
   send({
     index,
-    delta: {
-      ...(rest ? { content: rest } : {}),
-      ...(parsed.toolCalls.length > 0
-        ? { tool_calls: parsed.toolCalls.map((c, i) => ({ index: i, ...c })) }
-        : {}),
-    },
+    delta: deltaOf({
+      content: rest.content + last.content,
+      toolCalls: [...rest.toolCalls, ...last.toolCalls],
+    }),
     logprobs: null,
     finish_reason: parsed.toolCalls.length > 0 ? 'tool_calls' : finish.finish_reason,
     stop_reason: finish.stop_reason,
@@ -84,8 +85,7 @@ async function streamChoice(
 /**
  * `POST /v1/chat/completions` with `stream: true`: the `n` choices stream at once, chunks
  * interleaved by `index`; `stream_options.include_usage` ends the stream with a chunk holding
- * `choices: []` and the usage, then `[DONE]`. A client that goes away aborts its requests still waiting for a batch (a
- * running decode run finishes: the native adapter cannot stop one mid-way).
+ * `choices: []` and the usage, then `[DONE]`. A client that goes away cancels its requests: a waiting one leaves the queue, a running one takes no further decode step.
  */
 export async function streamChat(
   ctx: ServerContext,

@@ -30,8 +30,8 @@ function tokenLogprobs(ctx: ServerContext, body: VllmCompletionRequest) {
  * (`serving_completion.py`): the echoed prompt first (with its logprobs under `echo` + `logprobs`),
  * then a chunk per sampled token as the engine samples it (its text delta from the incremental
  * detokeniser, and its logprob), then a last chunk with the rest of the text and the finish reason.
- * Top-k alternatives (`logprobs` > 0) need one forward after the generation, so those chunks leave
- * once it has finished.
+ * Top-k alternatives (`logprobs` > 0) come from the logits each token was drawn from, so they
+ * leave with it.
  */
 async function streamChoice(
   ctx: ServerContext,
@@ -68,9 +68,7 @@ async function streamChoice(
   const gen: Generation =
     maxTokens === 0
       ? { tokenIds: [], logprobs: [], finishReason: 'length' }
-      : await ctx.served.generate(run.rid, run.ids, spec, k, k > 0 ? undefined : onToken);
-  if (k > 0)
-    for (const [i, t] of gen.tokenIds.entries()) onToken(t, gen.logprobs[i]!, gen.top?.[i]?.top ?? []);
+      : await ctx.served.generate(run.rid, run.ids, spec, k, onToken);
   const raw = ctx.codec.decode(gen.tokenIds, skipSpecial);
   const finish = vllmFinish(stopCause(gen.tokenIds, gen.finishReason, raw, spec), raw, includeStop);
   chunk(text.finish(finish.text), null, finish.finish_reason, finish.stop_reason);
@@ -87,8 +85,7 @@ export interface EchoPart {
  * `POST /v1/completions` with `stream: true`: every choice of every prompt streams at once (they
  * share the engine's batches), chunks interleaved by `index`; with
  * `stream_options.include_usage` a last chunk with `choices: []` and the request's usage
- * (vLLM `serving_completion.py`), then `[DONE]`. A client that goes away aborts its requests still waiting for a batch (a
- * running decode run finishes: the native adapter cannot stop one mid-way).
+ * (vLLM `serving_completion.py`), then `[DONE]`. A client that goes away cancels its requests: a waiting one leaves the queue, a running one takes no further decode step.
  */
 export async function streamCompletions(
   ctx: ServerContext,
