@@ -107,24 +107,33 @@ export function createHermesStream() {
      * left (nothing when they diverged, e.g. a repeated key); calls that never streamed, whole.
      */
     end(parsed: ParsedToolCalls, finalText: string): HermesDelta {
-      const fullContent = parsed.toolCalls.length > 0 ? (parsed.content ?? '') : finalText;
-      const sent = text.slice(0, contentSent);
-      const out: HermesDelta = {
-        content: fullContent.startsWith(sent) ? fullContent.slice(sent.length) : '',
-        toolCalls: [],
-      };
-      parsed.toolCalls.forEach((c, index) => {
-        const call = calls[index];
-        if (call?.name === undefined) out.toolCalls.push({ index, ...c });
-        else if (c.function.arguments.startsWith(call.sent) && c.function.arguments.length > call.sent.length)
-          out.toolCalls.push({
-            index,
-            function: { arguments: c.function.arguments.slice(call.sent.length) },
-          });
-      });
-      return out;
+      return remainder(parsed, finalText, text.slice(0, contentSent), calls);
     },
   };
+}
+
+/** `end`'s answer: what the non-streamed parse holds past what the stream sent (`sent` content, `calls`). */
+function remainder(
+  parsed: ParsedToolCalls,
+  finalText: string,
+  sent: string,
+  calls: readonly OpenCall[],
+): HermesDelta {
+  const fullContent = parsed.toolCalls.length > 0 ? (parsed.content ?? '') : finalText;
+  const out: HermesDelta = {
+    content: fullContent.startsWith(sent) ? fullContent.slice(sent.length) : '',
+    toolCalls: [],
+  };
+  parsed.toolCalls.forEach((c, index) => {
+    const call = calls[index];
+    if (call?.name === undefined) out.toolCalls.push({ index, ...c });
+    else if (c.function.arguments.startsWith(call.sent) && c.function.arguments.length > call.sent.length)
+      out.toolCalls.push({
+        index,
+        function: { arguments: c.function.arguments.slice(call.sent.length) },
+      });
+  });
+  return out;
 }
 
 function readName(raw: string): string | undefined {

@@ -16,104 +16,108 @@ const quoted = (s: string) => JSON.stringify(s).slice(1, -1);
  * closes, the rest is ignored. Keys keep their written order (Python's, where JSON.parse puts
  * integer-like keys first); a repeated key is written twice (json.loads keeps the last).
  */
-export function createDumpsStream() {
-  let depth = 0;
-  let inString = false;
-  let esc: '' | '\\' | 'u' = '';
-  let hex = '';
-  let high = '';
-  let num = '';
-  let done = false;
+export function createDumpsStream(): DumpsStream {
+  return new DumpsStream();
+}
+
+/** The state machine of `createDumpsStream`. */
+export class DumpsStream {
+  private depth = 0;
+  private inString = false;
+  private esc: '' | '\\' | 'u' = '';
+  private hex = '';
+  private high = '';
+  private num = '';
+  private closed = false;
+
+  /** Reads more of the text; returns what of the rewrite is now certain. */
+  push(text: string): string {
+    let out = '';
+    for (let i = 0; i < text.length && !this.closed; i++) {
+      const ch = text[i]!;
+      if (this.inString) out += this.inside(ch);
+      else if (this.num && NUMBER_CHAR.test(ch)) this.num += ch;
+      else {
+        if (this.num) out += this.endNumber();
+        if (!this.closed) out += this.between(ch);
+      }
+    }
+    return out;
+  }
+
+  /** Whether the value has closed. */
+  get done(): boolean {
+    return this.closed;
+  }
 
   /** One decoded UTF-16 unit of a string; a high surrogate waits for its low half. */
-  const unit = (u: string): string => {
-    if (high) {
-      const pair = high + u;
-      high = '';
+  private unit(u: string): string {
+    if (this.high) {
+      const pair = this.high + u;
+      this.high = '';
       if (isLow(u)) return quoted(pair);
-      return quoted(pair.slice(0, 1)) + unit(u);
+      return quoted(pair.slice(0, 1)) + this.unit(u);
     }
     if (isHigh(u)) {
-      high = u;
+      this.high = u;
       return '';
     }
     return quoted(u);
-  };
+  }
 
-  const inside = (ch: string): string => {
-    if (esc === 'u') {
-      hex += ch;
-      if (hex.length < 4) return '';
-      esc = '';
-      return unit(String.fromCharCode(Number.parseInt(hex, 16)));
+  private inside(ch: string): string {
+    if (this.esc === 'u') {
+      this.hex += ch;
+      if (this.hex.length < 4) return '';
+      this.esc = '';
+      return this.unit(String.fromCharCode(Number.parseInt(this.hex, 16)));
     }
-    if (esc === '\\') {
+    if (this.esc === '\\') {
       if (ch === 'u') {
-        esc = 'u';
-        hex = '';
+        this.esc = 'u';
+        this.hex = '';
         return '';
       }
-      esc = '';
-      return unit(ESCAPES[ch] ?? ch);
+      this.esc = '';
+      return this.unit(ESCAPES[ch] ?? ch);
     }
     if (ch === '\\') {
-      esc = '\\';
+      this.esc = '\\';
       return '';
     }
-    if (ch !== '"') return unit(ch);
-    inString = false;
-    const pending = high ? quoted(high) : '';
-    high = '';
-    if (depth === 0) done = true;
+    if (ch !== '"') return this.unit(ch);
+    this.inString = false;
+    const pending = this.high ? quoted(this.high) : '';
+    this.high = '';
+    if (this.depth === 0) this.closed = true;
     return `${pending}"`;
-  };
+  }
 
-  const endNumber = (): string => {
+  private endNumber(): string {
     let out: string;
     try {
-      out = JSON.stringify(JSON.parse(num));
+      out = JSON.stringify(JSON.parse(this.num));
     } catch {
-      out = num; // not a number after all: the final parse will fail too
+      out = this.num; // not a number after all: the final parse will fail too
     }
-    num = '';
-    if (depth === 0) done = true;
+    this.num = '';
+    if (this.depth === 0) this.closed = true;
     return out;
-  };
+  }
 
-  const between = (ch: string): string => {
+  private between(ch: string): string {
     if (WS.has(ch)) return '';
-    if (ch === '{' || ch === '[') depth += 1;
+    if (ch === '{' || ch === '[') this.depth += 1;
     else if (ch === '}' || ch === ']') {
-      depth -= 1;
-      if (depth <= 0) done = true;
+      this.depth -= 1;
+      if (this.depth <= 0) this.closed = true;
     } else if (ch === ',') return ', ';
     else if (ch === ':') return ': ';
-    else if (ch === '"') inString = true;
+    else if (ch === '"') this.inString = true;
     else if (ch === '-' || (ch >= '0' && ch <= '9')) {
-      num = ch;
+      this.num = ch;
       return '';
     }
     return ch;
-  };
-
-  return {
-    /** Reads more of the text; returns what of the rewrite is now certain. */
-    push(text: string): string {
-      let out = '';
-      for (let i = 0; i < text.length && !done; i++) {
-        const ch = text[i]!;
-        if (inString) out += inside(ch);
-        else if (num && NUMBER_CHAR.test(ch)) num += ch;
-        else {
-          if (num) out += endNumber();
-          if (!done) out += between(ch);
-        }
-      }
-      return out;
-    },
-    /** Whether the value has closed. */
-    get done(): boolean {
-      return done;
-    },
-  };
+  }
 }
