@@ -19,7 +19,9 @@ for (const f of files) {
     continue;
   }
   passed += r.numPassedTests ?? 0;
-  failed += (r.numFailedTests ?? 0) + (r.numRuntimeErrorTestSuites ?? 0) + (r.numFailedTestSuites ?? 0);
+  // A suite that failed to run has no failed test to count; a failed test also fails its suites (counted once).
+  const failedTests = r.numFailedTests ?? 0;
+  failed += failedTests + (r.numRuntimeErrorTestSuites ?? 0) + (failedTests === 0 ? (r.numFailedTestSuites ?? 0) : 0);
   skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
   console.log(
     `${f.replace(/\.json$/, '')}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`,
