@@ -21,7 +21,8 @@ for (const f of files) {
   passed += r.numPassedTests ?? 0;
   // A suite that failed to run has no failed test to count; a failed test also fails its suites (counted once).
   const failedTests = r.numFailedTests ?? 0;
-  failed += failedTests + (r.numRuntimeErrorTestSuites ?? 0) + (failedTests === 0 ? (r.numFailedTestSuites ?? 0) : 0);
+  failed +=
+    failedTests + (r.numRuntimeErrorTestSuites ?? 0) + (failedTests === 0 ? (r.numFailedTestSuites ?? 0) : 0);
   skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
   console.log(
     `${f.replace(/\.json$/, '')}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`,
