@@ -47,13 +47,15 @@ describe('config', () => {
     expect(roc.task.digits).toEqual([4, 4]);
     expect(tiny.task.zeroPadShare).toBe(0);
     expect(roc.rl.stages.map((s) => s.maxResponseTokens)).toEqual([448, 512, 512]);
-    expect(roc.rl.stages.reduce((a, s) => a + s.steps, 0)).toBe(50);
+    expect(roc.rl.stages.reduce((a, s) => a + s.steps, 0)).toBe(24);
+    expect(roc.sft.steps).toBe(2000);
     expect(roc.eval.maxResponseTokens).toBe(512);
+    expect(roc.eval.problems).toBe(100);
     expect(roc.rl.lr).toBe(3e-4);
     expect({ ...roc.model, ...roc.sft.mix }).toEqual({
       ...tiny.model,
-      tool: 0.25,
-      noTool: 0.4,
+      tool: 0.4,
+      noTool: 0.25,
       toolErrorFixed: 0.35,
     });
   });
