@@ -1,5 +1,5 @@
 import type { SamplingParams } from '@agentrl/protocol';
-import { drawInIdOrder, type SampledToken, temperedProbs } from './sampling.js';
+import type { SampledToken } from './sampling.js';
 
 /**
  * The plain reference of sampleToken: the same distribution, computed by sorting the whole
@@ -12,11 +12,11 @@ export function sampleTokenReference(
 ): SampledToken {
   const V = logits.length;
   const probs = new Float64Array(V);
-  const { sum, argmax, logprobOf } = temperedProbs(logits, params.temperature, probs);
+  const { sum, argmax, logprobOf } = temperedProbsReference(logits, params.temperature, probs);
   if (params.temperature === 0) return { token: argmax, logprob: logprobOf(argmax) };
   const topK = params.topK > 0 && params.topK < V ? params.topK : V;
   if (topK === V && params.topP >= 1) {
-    const token = drawInIdOrder(probs, V, sum, argmax, random);
+    const token = drawInIdOrderReference(probs, V, sum, argmax, random);
     return { token, logprob: logprobOf(token) };
   }
   const order = Array.from({ length: V }, (_, i) => i).sort(
@@ -43,4 +43,51 @@ export function sampleTokenReference(
   }
   const last = order[kept - 1] ?? argmax;
   return { token: last, logprob: logprobOf(last) };
+}
+
+/**
+ * The float64 JavaScript the native temperedProbs must match bit for bit (sampling.ts): probs[i] =
+ * Math.exp(z_i / T - max / T) in id order, their sequential sum, the first argmax, logZ.
+ */
+export function temperedProbsReference(
+  logits: Float32Array,
+  temperature: number,
+  probs: Float64Array,
+): { sum: number; argmax: number; logprobOf: (token: number) => number } {
+  const V = logits.length;
+  const t = temperature > 0 ? temperature : 1;
+  let max = Number.NEGATIVE_INFINITY;
+  let argmax = 0;
+  for (let i = 0; i < V; i++) {
+    const z = logits[i] ?? 0;
+    if (z > max) {
+      max = z;
+      argmax = i;
+    }
+  }
+  const scaled = max / t;
+  let sum = 0;
+  for (let i = 0; i < V; i++) {
+    const p = Math.exp((logits[i] ?? 0) / t - scaled);
+    probs[i] = p;
+    sum += p;
+  }
+  const logZ = scaled + Math.log(sum);
+  return { sum, argmax, logprobOf: (token) => (logits[token] ?? 0) / t - logZ };
+}
+
+/** The JavaScript walk the native drawInIdOrder matches: subtract probs in id order until r <= 0. */
+export function drawInIdOrderReference(
+  probs: Float64Array,
+  V: number,
+  sum: number,
+  argmax: number,
+  random: () => number,
+) {
+  let r = random() * sum;
+  for (let i = 0; i < V; i++) {
+    r -= probs[i] ?? 0;
+    if (r <= 0) return i;
+  }
+  return argmax;
 }

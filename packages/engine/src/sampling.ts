@@ -1,4 +1,5 @@
 import { hashSeed, Rng, type SamplingParams } from '@agentrl/protocol';
+import { samplerBinding } from './native.js';
 
 /** One request's uniform draws in [0, 1) for `sampleToken`: protocol's sfc32 `Rng` seeded by `seed`. */
 export function createRng(seed: number): () => number {
@@ -26,37 +27,22 @@ export interface SampledToken {
 
 /**
  * probs[i] = exp(z_i / T - max / T) in float64 (the largest is exactly 1), their sum, the argmax
- * and the log-softmax of softmax(z / T) (T = 1 when temperature is 0). Shared by sampleToken and
- * its reference so both draw from the same numbers.
+ * and the log-softmax of softmax(z / T) (T = 1 when temperature is 0). The exps, the sum and the
+ * argmax run natively (native/src/engine/cpu/sampler.cc), bit for bit the float64 JavaScript of
+ * temperedProbsReference: V8's Math.exp (fdlibm) per lane, the sum in id order. Math.log stays here.
  */
 export function temperedProbs(
   logits: Float32Array,
   temperature: number,
   probs: Float64Array,
 ): { sum: number; argmax: number; logprobOf: (token: number) => number } {
-  const V = logits.length;
   const t = temperature > 0 ? temperature : 1;
-  let max = Number.NEGATIVE_INFINITY;
-  let argmax = 0;
-  for (let i = 0; i < V; i++) {
-    const z = logits[i] ?? 0;
-    if (z > max) {
-      max = z;
-      argmax = i;
-    }
-  }
-  const scaled = max / t;
-  let sum = 0;
-  for (let i = 0; i < V; i++) {
-    const p = Math.exp((logits[i] ?? 0) / t - scaled);
-    probs[i] = p;
-    sum += p;
-  }
-  const logZ = scaled + Math.log(sum);
+  const { sum, max, argmax } = samplerBinding().temperedProbs(logits, t, probs);
+  const logZ = max / t + Math.log(sum);
   return { sum, argmax, logprobOf: (token) => (logits[token] ?? 0) / t - logZ };
 }
 
-/** No top-k / top-p cut: one draw walks the whole vocabulary in id order. */
+/** No top-k / top-p cut: one draw walks the whole vocabulary in id order (natively). */
 export function drawInIdOrder(
   probs: Float64Array,
   V: number,
@@ -64,12 +50,8 @@ export function drawInIdOrder(
   argmax: number,
   random: () => number,
 ) {
-  let r = random() * sum;
-  for (let i = 0; i < V; i++) {
-    r -= probs[i] ?? 0;
-    if (r <= 0) return i;
-  }
-  return argmax;
+  const token = samplerBinding().drawInIdOrder(probs, V, random() * sum);
+  return token < 0 ? argmax : token;
 }
 
 // Scratch reused across calls: a 151K vocabulary would otherwise allocate 1.2 MB per token.
@@ -133,18 +115,8 @@ function keptPrefix(
 ): { values: Float64Array; kept: number } {
   if (valuesScratch.length < V) valuesScratch = new Float64Array(V);
   const limit = Math.min(topK, V);
-  const collect = (tau: number) => {
-    let n = 0;
-    let mass = 0;
-    for (let i = 0; i < V; i++) {
-      const p = probs[i] ?? 0;
-      if (p >= tau) {
-        valuesScratch[n++] = p;
-        mass += p;
-      }
-    }
-    return { n, mass };
-  };
+  const native = samplerBinding();
+  const collect = (tau: number) => native.collectAtLeast(probs, V, tau, valuesScratch);
   // Enough candidates or mass (with slack for rounding) for the cut to fall inside the set.
   const enough = (c: { n: number; mass: number }) =>
     c.n >= limit || (topP < 1 && c.mass >= topP * sum * (1 - 1e-9));
@@ -196,11 +168,5 @@ function tokenAtRank(probs: Float64Array, V: number, values: Float64Array, at: n
   const p = values[at] ?? 0;
   let rank = 0;
   while (rank < at && values[at - rank - 1] === p) rank++;
-  for (let i = 0; i < V; i++) {
-    if (probs[i] === p) {
-      if (rank === 0) return i;
-      rank--;
-    }
-  }
-  return 0;
+  return Math.max(samplerBinding().nthEqual(probs, V, p, rank), 0);
 }
