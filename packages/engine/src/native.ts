@@ -110,12 +110,11 @@ export function setEngineThreads(n: number): number {
 }
 
 /**
- * The sampler's native loops (native/src/engine/sampler_bindings.cc), each the bit-exact twin of
- * the JavaScript it replaced (sampling-reference.ts). Rows are checked natively too.
+ * The O(vocabulary) loops of sampleToken (sampling.ts). The addon's (native/src/engine/
+ * sampler_bindings.cc) are the bit-exact twins of the float64 JavaScript in sampling-reference.ts
+ * (jsSamplerLoops), which the tests and the bench run beside them.
  */
-export interface SamplerBinding {
-  /** out[i] = Math.exp(x[i]) bit for bit, on the active CPU kernel level. */
-  expF64(x: Float64Array, out: Float64Array): void;
+export interface SamplerLoops {
   /** probs[i] = exp(logits[i] / t - max / t) (t > 0), their id-order sum, the max and the argmax. */
   temperedProbs(
     logits: Float32Array,
@@ -133,6 +132,12 @@ export interface SamplerBinding {
   ): { n: number; mass: number };
   /** The id of the rank-th (from 0) of probs[0..n) equal to p, or -1. */
   nthEqual(probs: Float64Array, n: number, p: number, rank: number): number;
+}
+
+/** The native sampler loops, plus the exp they use (its own test surface). Rows are checked natively too. */
+export interface SamplerBinding extends SamplerLoops {
+  /** out[i] = Math.exp(x[i]) bit for bit, on the active CPU kernel level. */
+  expF64(x: Float64Array, out: Float64Array): void;
 }
 
 let sampler: SamplerBinding | undefined;

@@ -1,7 +1,8 @@
 // The native sampler on every CPU kernel path this machine runs, each in its own process with
-// AGENTRL_CPU_KERNELS set (fixtures/sampler-paths-child.ts): tempered probabilities, their sum, the
-// argmax, logprobs, draws and top-k / top-p tokens equal the float64 JavaScript reference bit for bit
-// on random rows of 1 to 151,936 logits at temperatures 0, 0.6, 1 and 1.3.
+// AGENTRL_CPU_KERNELS set (fixtures/sampler-paths-child.ts): each native loop (tempered probabilities
+// with their sum and argmax, the draw walk, the top-p collection, the rank scan) and sampleToken as a
+// whole (tokens, logprobs) equal the float64 JavaScript they replaced (jsSamplerLoops) bit for bit,
+// on random rows of 1 to 151,936 logits of seven shapes at temperatures 0, 0.6, 1 and 1.3.
 import { spawnSync } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
