@@ -264,8 +264,10 @@ TemperedRow TemperedProbs(const float* logits, size_t n, double t, double* probs
   size_t i = 0;
 #if defined(__AVX512F__) || defined(__AVX2__)
   const L::D tv = L::Set(t), sv = L::Set(scaled);
+  const bool unit = t == 1.0;  // z / 1 is z, bit for bit (NaN and -0 included): skip the division
   for (; i + L::kDoubles <= n; i += L::kDoubles) {
-    ExpLanes(L::Sub(L::Div(L::FromFloats(logits + i), tv), sv), probs + i);
+    const L::D z = L::FromFloats(logits + i);
+    ExpLanes(L::Sub(unit ? z : L::Div(z, tv), sv), probs + i);
     for (int j = 0; j < L::kDoubles; ++j) sum += probs[i + j];  // in id order, as the JS loop adds
   }
 #endif
