@@ -25,7 +25,8 @@
 
 namespace agentrl::engine {
 
-void InitEngineBench(Napi::Env env, Napi::Object exports);  // bench.cc
+void InitEngineBench(Napi::Env env, Napi::Object exports);    // bench.cc
+void InitEngineSampler(Napi::Env env, Napi::Object exports);  // sampler_bindings.cc
 
 namespace {
 
@@ -370,6 +371,7 @@ void InitEngine(Napi::Env env, Napi::Object exports) {
   exports.Set("setThreads", Napi::Function::New(env, Guard<kEngineCodes, SetThreads>, "setThreads"));
   exports.Set("backend", Napi::String::New(env, "cpu"));
   InitEngineBench(env, exports);
+  InitEngineSampler(env, exports);
 }
 
 }  // namespace

@@ -108,3 +108,50 @@ export function engineBinding(): EngineBinding {
 export function setEngineThreads(n: number): number {
   return engineBinding().setThreads(n);
 }
+
+/**
+ * The O(vocabulary) loops of sampleToken (sampling.ts). The addon's (native/src/engine/
+ * sampler_bindings.cc) are the bit-exact twins of the float64 JavaScript in sampling-reference.ts
+ * (jsSamplerLoops), which the tests and the bench run beside them.
+ */
+export interface SamplerLoops {
+  /** probs[i] = exp(logits[i] / t - max / t) (t > 0), their id-order sum, the max and the argmax. */
+  temperedProbs(
+    logits: Float32Array,
+    t: number,
+    probs: Float64Array,
+  ): { sum: number; max: number; argmax: number };
+  /** The first i < n where r - probs[0] - ... - probs[i] <= 0, or -1. */
+  drawInIdOrder(probs: Float64Array, n: number, r: number): number;
+  /** Copies probs[i] >= tau (i < n) in id order into values; their count and id-order sum. */
+  collectAtLeast(
+    probs: Float64Array,
+    n: number,
+    tau: number,
+    values: Float64Array,
+  ): { n: number; mass: number };
+  /** The id of the rank-th (from 0) of probs[0..n) equal to p, or -1. */
+  nthEqual(probs: Float64Array, n: number, p: number, rank: number): number;
+}
+
+/** The native sampler loops, plus the exp they use (its own test surface). Rows are checked natively too. */
+export interface SamplerBinding extends SamplerLoops {
+  /** out[i] = Math.exp(x[i]) bit for bit, on the active CPU kernel level. */
+  expF64(x: Float64Array, out: Float64Array): void;
+}
+
+let sampler: SamplerBinding | undefined;
+
+/** The sampler's loops on the CPU engine component; throws the engine's actionable error when missing. */
+export function samplerBinding(): SamplerBinding {
+  if (sampler) return sampler;
+  const engine = engineBinding() as EngineBinding & Partial<SamplerBinding>;
+  if (typeof engine.temperedProbs !== 'function') {
+    throw new EngineError(
+      'NATIVE_FAILURE',
+      `the native addon's engine predates the native sampler (it has no temperedProbs); rebuild it: ${nativeBuildCommand()}`,
+    );
+  }
+  sampler = engine as SamplerBinding;
+  return sampler;
+}

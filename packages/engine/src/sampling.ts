@@ -1,4 +1,5 @@
 import { hashSeed, Rng, type SamplingParams } from '@agentrl/protocol';
+import { type SamplerLoops, samplerBinding } from './native.js';
 
 /** One request's uniform draws in [0, 1) for `sampleToken`: protocol's sfc32 `Rng` seeded by `seed`. */
 export function createRng(seed: number): () => number {
@@ -26,33 +27,19 @@ export interface SampledToken {
 
 /**
  * probs[i] = exp(z_i / T - max / T) in float64 (the largest is exactly 1), their sum, the argmax
- * and the log-softmax of softmax(z / T) (T = 1 when temperature is 0). Shared by sampleToken and
- * its reference so both draw from the same numbers.
+ * and the log-softmax of softmax(z / T) (T = 1 when temperature is 0). The exps, the sum and the
+ * argmax run in `loops`: natively by default (native/src/engine/cpu/sampler.cc), bit for bit the
+ * float64 JavaScript of jsSamplerLoops (V8's Math.exp per SIMD lane, the sum in id order).
  */
 export function temperedProbs(
   logits: Float32Array,
   temperature: number,
   probs: Float64Array,
+  loops: SamplerLoops = samplerBinding(),
 ): { sum: number; argmax: number; logprobOf: (token: number) => number } {
-  const V = logits.length;
   const t = temperature > 0 ? temperature : 1;
-  let max = Number.NEGATIVE_INFINITY;
-  let argmax = 0;
-  for (let i = 0; i < V; i++) {
-    const z = logits[i] ?? 0;
-    if (z > max) {
-      max = z;
-      argmax = i;
-    }
-  }
-  const scaled = max / t;
-  let sum = 0;
-  for (let i = 0; i < V; i++) {
-    const p = Math.exp((logits[i] ?? 0) / t - scaled);
-    probs[i] = p;
-    sum += p;
-  }
-  const logZ = scaled + Math.log(sum);
+  const { sum, max, argmax } = loops.temperedProbs(logits, t, probs);
+  const logZ = max / t + Math.log(sum);
   return { sum, argmax, logprobOf: (token) => (logits[token] ?? 0) / t - logZ };
 }
 
@@ -63,13 +50,10 @@ export function drawInIdOrder(
   sum: number,
   argmax: number,
   random: () => number,
+  loops: SamplerLoops = samplerBinding(),
 ) {
-  let r = random() * sum;
-  for (let i = 0; i < V; i++) {
-    r -= probs[i] ?? 0;
-    if (r <= 0) return i;
-  }
-  return argmax;
+  const token = loops.drawInIdOrder(probs, V, random() * sum);
+  return token < 0 ? argmax : token;
 }
 
 // Scratch reused across calls: a 151K vocabulary would otherwise allocate 1.2 MB per token.
@@ -83,9 +67,20 @@ let valuesScratch = new Float64Array(0);
  * then to the shortest prefix whose cumulative probability reaches top-p; one uniform draw picks
  * from the kept prefix in that order. The work is linear in the vocabulary plus a numeric sort of
  * the kept prefix's probabilities only (found by thresholds, see keptPrefix): the same token and
- * logprob as sorting the whole vocabulary (sampleTokenReference), for every draw.
+ * logprob as sorting the whole vocabulary (sampleTokenReference), for every draw. Its loops over
+ * the vocabulary run natively (sampleTokenWith).
  */
 export function sampleToken(
+  logits: Float32Array,
+  params: Pick<SamplingParams, 'temperature' | 'topK' | 'topP'>,
+  random: () => number,
+): SampledToken {
+  return sampleTokenWith(samplerBinding(), logits, params, random);
+}
+
+/** sampleToken with its vocabulary loops in `loops` (jsSamplerLoops: the JavaScript it had before). */
+export function sampleTokenWith(
+  loops: SamplerLoops,
   logits: Float32Array,
   params: Pick<SamplingParams, 'temperature' | 'topK' | 'topP'>,
   random: () => number,
@@ -93,15 +88,15 @@ export function sampleToken(
   const V = logits.length;
   if (probsScratch.length < V) probsScratch = new Float64Array(V);
   const probs = probsScratch;
-  const { sum, argmax, logprobOf } = temperedProbs(logits, params.temperature, probs);
+  const { sum, argmax, logprobOf } = temperedProbs(logits, params.temperature, probs, loops);
   if (params.temperature === 0) return { token: argmax, logprob: logprobOf(argmax) };
 
   const topK = params.topK > 0 && params.topK < V ? params.topK : V;
   if (topK === V && params.topP >= 1) {
-    const token = drawInIdOrder(probs, V, sum, argmax, random);
+    const token = drawInIdOrder(probs, V, sum, argmax, random, loops);
     return { token, logprob: logprobOf(token) };
   }
-  const { values, kept } = keptPrefix(probs, V, sum, topK, params.topP);
+  const { values, kept } = keptPrefix(loops, probs, V, sum, topK, params.topP);
   let keptSum = 0;
   for (let i = 0; i < kept; i++) keptSum += values[i] ?? 0;
   let r = random() * keptSum;
@@ -113,7 +108,7 @@ export function sampleToken(
       break;
     }
   }
-  const token = tokenAtRank(probs, V, values, at);
+  const token = tokenAtRank(loops, probs, V, values, at);
   return { token, logprob: logprobOf(token) };
 }
 
@@ -125,6 +120,7 @@ export function sampleToken(
  * then run over exactly the sequence of values the full sort would give.
  */
 function keptPrefix(
+  loops: SamplerLoops,
   probs: Float64Array,
   V: number,
   sum: number,
@@ -133,18 +129,7 @@ function keptPrefix(
 ): { values: Float64Array; kept: number } {
   if (valuesScratch.length < V) valuesScratch = new Float64Array(V);
   const limit = Math.min(topK, V);
-  const collect = (tau: number) => {
-    let n = 0;
-    let mass = 0;
-    for (let i = 0; i < V; i++) {
-      const p = probs[i] ?? 0;
-      if (p >= tau) {
-        valuesScratch[n++] = p;
-        mass += p;
-      }
-    }
-    return { n, mass };
-  };
+  const collect = (tau: number) => loops.collectAtLeast(probs, V, tau, valuesScratch);
   // Enough candidates or mass (with slack for rounding) for the cut to fall inside the set.
   const enough = (c: { n: number; mass: number }) =>
     c.n >= limit || (topP < 1 && c.mass >= topP * sum * (1 - 1e-9));
@@ -192,15 +177,15 @@ function keptPrefix(
 }
 
 /** The id at position `at` of the descending order: the j-th smallest id among equal probabilities. */
-function tokenAtRank(probs: Float64Array, V: number, values: Float64Array, at: number): number {
+function tokenAtRank(
+  loops: SamplerLoops,
+  probs: Float64Array,
+  V: number,
+  values: Float64Array,
+  at: number,
+): number {
   const p = values[at] ?? 0;
   let rank = 0;
   while (rank < at && values[at - rank - 1] === p) rank++;
-  for (let i = 0; i < V; i++) {
-    if (probs[i] === p) {
-      if (rank === 0) return i;
-      rank--;
-    }
-  }
-  return 0;
+  return Math.max(loops.nthEqual(probs, V, p, rank), 0);
 }

@@ -1,4 +1,4 @@
-// The public kernel names (sgemm.h, panel_gemm.h, ops.h, and kernels/policy_loss.h's CPU entry
+// The public kernel names (sgemm.h, panel_gemm.h, ops.h, sampler.h, and kernels/policy_loss.h's CPU entry
 // points), compiled at the build's baseline: each
 // forwards through the table of the active ISA level. Levels are chosen by CPUID through the
 // compiler's __builtin_cpu_supports, which also asks the OS (XGETBV) whether it saves the AVX and
@@ -16,6 +16,7 @@
 #include "engine/cpu/kernel_table.h"
 #include "engine/cpu/ops.h"
 #include "engine/cpu/panel_gemm.h"
+#include "engine/cpu/sampler.h"
 #include "engine/cpu/sgemm.h"
 #include "kernels/policy_loss.h"
 
@@ -211,6 +212,12 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
 void AdamWUpdate(float* p, float* m, float* v, const float* g, size_t begin, size_t end, float grad_scale, float beta1,
                  float beta2, float step_size, float bc2_sqrt, float eps, float decay) {
   Active().adamw_update(p, m, v, g, begin, end, grad_scale, beta1, beta2, step_size, bc2_sqrt, eps, decay);
+}
+
+void ExpF64(const double* x, double* out, size_t n) { Active().exp_f64(x, out, n); }
+
+TemperedRow TemperedProbs(const float* logits, size_t n, double t, double* probs) {
+  return Active().tempered_probs(logits, n, t, probs);
 }
 
 }  // namespace agentrl::engine::cpu

@@ -3,6 +3,7 @@
 
 #include "engine/cpu/ops.h"
 #include "engine/cpu/panel_gemm.h"
+#include "engine/cpu/sampler.h"
 #include "engine/cpu/sgemm.h"
 #include "kernels/policy_loss.h"
 
@@ -30,6 +31,8 @@ const KernelTable& Kernels() {
                                  AdamWUpdate,
                                  kernels::AGENTRL_ISA_NS::PolicyLossCpu,
                                  kernels::AGENTRL_ISA_NS::FusedLinearCpu,
+                                 ExpF64,
+                                 TemperedProbs,
                                  PeakFma};
   return table;
 }

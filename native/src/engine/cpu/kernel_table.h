@@ -2,6 +2,7 @@
 // dispatcher (dispatch.cc) forwards the public kernel names through the one chosen at load time.
 #pragma once
 #include "engine/cpu/ops.h"
+#include "engine/cpu/sampler.h"
 #include "kernels/policy_loss.h"
 
 namespace agentrl::engine::cpu {
@@ -29,6 +30,9 @@ struct KernelTable {
                                   float*, float*);
   kernels::Metrics (*fused_linear)(const kernels::LossConfig&, const kernels::TokenInputs&, const float*, const float*,
                                    int64_t, int64_t, float*, float*, float*, int64_t*, bool);
+  // The sampler's float64 work (sampler.cc): Math.exp's bits, the tempered probabilities of a row.
+  void (*exp_f64)(const double*, double*, size_t);
+  TemperedRow (*tempered_probs)(const float*, size_t, double, double*);
   // The engine bench's FMA-bound loop (peak_fma.cc): returns a sink value, *flops the work done.
   double (*peak_fma)(long iters, double* flops);
 };

@@ -1,0 +1,116 @@
+// The sampler's native entry points (packages/engine/src/sampling.ts): the O(vocabulary) loops of
+// sampleToken, each computing exactly what its JavaScript original did, in the same order. The exps
+// and the argmax run on the active CPU kernel level (cpu/sampler.cc); the walks below are sequential
+// by nature (each step depends on the last rounding) and need no SIMD. The sort of the kept prefix,
+// Math.log and the top-k / top-p decisions stay in JS.
+#include <napi.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "engine/cpu/sampler.h"
+#include "engine/engine_args.h"
+
+namespace agentrl::engine {
+namespace {
+
+/** A number that may be NaN or infinite (the walks carry the JS values through unchanged). */
+double AnyNumber(const Napi::Value& v, const char* what) {
+  if (!v.IsNumber()) throw BadArgument(std::string(what) + " must be a number");
+  return v.As<Napi::Number>().DoubleValue();
+}
+
+/** `n`, the row length: an integer in [0, probs.length]. */
+size_t RowLength(const Napi::Value& v, const Napi::TypedArrayOf<double>& probs) {
+  return static_cast<size_t>(Integer(v, "n", 0, static_cast<int64_t>(probs.ElementLength())));
+}
+
+// expF64(x, out): out[i] = Math.exp(x[i]) (the kernel's own test surface).
+Napi::Value ExpF64(const Napi::CallbackInfo& info) {
+  auto x = Typed<double>(info[0], "x");
+  auto out = Typed<double>(info[1], "out", static_cast<int64_t>(x.ElementLength()));
+  cpu::ExpF64(x.Data(), out.Data(), x.ElementLength());
+  return info.Env().Undefined();
+}
+
+// temperedProbs(logits, t, probs) -> { sum, max, argmax }: probs[i] = exp(logits[i] / t - max / t).
+Napi::Value TemperedProbs(const Napi::CallbackInfo& info) {
+  auto logits = Typed<float>(info[0], "logits");
+  const double t = AnyNumber(info[1], "t");
+  if (!(t > 0)) throw BadArgument("temperedProbs: t must be > 0 (the sampler passes 1 for temperature 0)");
+  auto probs = Typed<double>(info[2], "probs");
+  const size_t n = logits.ElementLength();
+  if (probs.ElementLength() < n) {
+    throw BadArgument("temperedProbs: probs has " + std::to_string(probs.ElementLength()) +
+                      " elements, fewer than the " + std::to_string(n) + " logits");
+  }
+  const cpu::TemperedRow row = cpu::TemperedProbs(logits.Data(), n, t, probs.Data());
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("sum", row.sum);
+  out.Set("max", row.max);
+  out.Set("argmax", static_cast<double>(row.argmax));
+  return out;
+}
+
+// drawInIdOrder(probs, n, r) -> the first i with r - probs[0] - ... - probs[i] <= 0, or -1.
+Napi::Value DrawInIdOrder(const Napi::CallbackInfo& info) {
+  auto probs = Typed<double>(info[0], "probs");
+  const size_t n = RowLength(info[1], probs);
+  double r = AnyNumber(info[2], "r");
+  const double* p = probs.Data();
+  for (size_t i = 0; i < n; ++i) {
+    r -= p[i];
+    if (r <= 0) return Napi::Number::New(info.Env(), static_cast<double>(i));
+  }
+  return Napi::Number::New(info.Env(), -1);
+}
+
+// collectAtLeast(probs, n, tau, values) -> { n, mass }: the probs >= tau in id order into values,
+// their count and their sum in that order.
+Napi::Value CollectAtLeast(const Napi::CallbackInfo& info) {
+  auto probs = Typed<double>(info[0], "probs");
+  const size_t n = RowLength(info[1], probs);
+  const double tau = AnyNumber(info[2], "tau");
+  auto values = Typed<double>(info[3], "values");
+  if (values.ElementLength() < n) throw BadArgument("collectAtLeast: values must hold at least n elements");
+  const double* p = probs.Data();
+  double* v = values.Data();
+  size_t kept = 0;
+  double mass = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] >= tau) {
+      v[kept++] = p[i];
+      mass += p[i];
+    }
+  }
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("n", static_cast<double>(kept));
+  out.Set("mass", mass);
+  return out;
+}
+
+// nthEqual(probs, n, p, rank) -> the id of the rank-th (from 0) entry equal to p, or -1.
+Napi::Value NthEqual(const Napi::CallbackInfo& info) {
+  auto probs = Typed<double>(info[0], "probs");
+  const size_t n = RowLength(info[1], probs);
+  const double target = AnyNumber(info[2], "p");
+  int64_t rank = Integer(info[3], "rank", 0, kIntMax);
+  const double* p = probs.Data();
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] == target && rank-- == 0) return Napi::Number::New(info.Env(), static_cast<double>(i));
+  }
+  return Napi::Number::New(info.Env(), -1);
+}
+
+}  // namespace
+
+void InitEngineSampler(Napi::Env env, Napi::Object exports) {
+  exports.Set("expF64", Napi::Function::New(env, Guard<kEngineCodes, ExpF64>, "expF64"));
+  exports.Set("temperedProbs", Napi::Function::New(env, Guard<kEngineCodes, TemperedProbs>, "temperedProbs"));
+  exports.Set("drawInIdOrder", Napi::Function::New(env, Guard<kEngineCodes, DrawInIdOrder>, "drawInIdOrder"));
+  exports.Set("collectAtLeast", Napi::Function::New(env, Guard<kEngineCodes, CollectAtLeast>, "collectAtLeast"));
+  exports.Set("nthEqual", Napi::Function::New(env, Guard<kEngineCodes, NthEqual>, "nthEqual"));
+}
+
+}  // namespace agentrl::engine
