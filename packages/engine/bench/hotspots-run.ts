@@ -4,7 +4,7 @@
 import { loadavg } from 'node:os';
 import { packSequences } from '../src/batch.js';
 import { createModel } from '../src/model.js';
-import { engineBinding, setEngineThreads } from '../src/native.js';
+import { productEntries, setEngineThreads } from '../src/native.js';
 import { decodeRun } from './decode-run.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
@@ -27,19 +27,7 @@ if (what === 'panel') {
   // Decode's products (PanelGemm on the panel copy) at the 0.6B widths, batch 1..32 rows: CPU ms
   // per product, medians over rounds. The smaller weights stay in L3 between repeats (the decode
   // step streams them from memory), so read `decode` for the step itself.
-  const native = engineBinding() as unknown as {
-    packPanels(w: Float32Array, n: number, k: number): Float32Array;
-    panelGemm(
-      m: number,
-      n: number,
-      k: number,
-      a: Float32Array,
-      w: Float32Array,
-      panels: Float32Array,
-      c: Float32Array,
-      accumulate: boolean,
-    ): Float32Array;
-  };
+  const native = productEntries();
   const rows = (process.env.ROWS ?? '1,4,8,16,32').split(',').map(Number);
   const widths = [
     { name: 'q/o 1024x1024', n: 1024, k: 1024 },

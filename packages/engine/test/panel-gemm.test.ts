@@ -4,37 +4,11 @@
 // then the 64-row chunks above), every row of the block (the 6-row blocks and the rows left over),
 // widths with a partial last panel and groups of panels left over, and with C accumulated or not.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { engineBinding } from '../src/native.js';
+import { productEntries } from '../src/native.js';
 import { createRng } from '../src/sampling.js';
 import { describeEachCpuKernelPath } from './helpers.js';
 
-interface Binding {
-  gemm(
-    transA: boolean,
-    transB: boolean,
-    m: number,
-    n: number,
-    k: number,
-    alpha: number,
-    a: Float32Array,
-    b: Float32Array,
-    beta: number,
-    c: Float32Array,
-    smallM: boolean,
-  ): Float32Array;
-  packPanels(w: Float32Array, n: number, k: number): Float32Array;
-  panelGemm(
-    m: number,
-    n: number,
-    k: number,
-    a: Float32Array,
-    w: Float32Array,
-    panels: Float32Array,
-    c: Float32Array,
-    accumulate: boolean,
-  ): Float32Array;
-}
-const native = engineBinding() as unknown as Binding;
+const native = productEntries();
 
 const fill = (len: number, seed: number) => {
   const r = createRng(seed);
