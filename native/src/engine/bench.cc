@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "engine/cpu/cpu_kernels.h"
+#include "engine/cpu/panel_gemm.h"
 #include "engine/cpu/sgemm.h"
 #if defined(AGENTRL_HAVE_OPENMP)
 #include <omp.h>
@@ -31,6 +33,17 @@ int64_t BenchInt(const Napi::Value& v, const char* what, int64_t lo, int64_t hi)
                            std::to_string(hi) + "]");
   }
   return static_cast<int64_t>(d);
+}
+
+// Argument i of a bench entry `fn` as a Float32Array of exactly `want` elements, or a RangeError naming it.
+float* BenchFloats(const Napi::CallbackInfo& info, int i, const char* fn, const char* what, double want) {
+  if (!info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    BenchFail(info.Env(), std::string(fn) + " " + what + " must be a Float32Array");
+  Napi::Float32Array arr = info[i].As<Napi::Float32Array>();
+  if (static_cast<double>(arr.ElementLength()) != want)
+    BenchFail(info.Env(), std::string(fn) + " " + what + " must have " + std::to_string(static_cast<int64_t>(want)) +
+                              " elements, not " + std::to_string(arr.ElementLength()));
+  return arr.Data();
 }
 
 double Now() {
@@ -109,21 +122,48 @@ Napi::Value Gemm(const Napi::CallbackInfo& info) {
   const bool ta = info[0].ToBoolean(), tb = info[1].ToBoolean();
   if (!info[5].IsNumber() || !info[8].IsNumber()) BenchFail(env, "gemm alpha and beta must be numbers");
   const float alpha = info[5].As<Napi::Number>().FloatValue(), beta = info[8].As<Napi::Number>().FloatValue();
-  auto floats = [&](int i, const char* what, double want) {
-    if (!info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
-      BenchFail(env, std::string("gemm ") + what + " must be a Float32Array");
-    Napi::Float32Array arr = info[i].As<Napi::Float32Array>();
-    if (static_cast<double>(arr.ElementLength()) != want)
-      BenchFail(env, std::string("gemm ") + what + " must have " + std::to_string(static_cast<int64_t>(want)) +
-                         " elements, not " + std::to_string(arr.ElementLength()));
-    return arr.Data();
-  };
+  auto floats = [&](int i, const char* what, double want) { return BenchFloats(info, i, "gemm", what, want); };
   const float* a = floats(6, "a", static_cast<double>(m) * k);
   const float* b = floats(7, "b", static_cast<double>(k) * n);
   float* c = floats(9, "c", static_cast<double>(m) * n);
   (info[10].ToBoolean() ? cpu::SgemmSmallM : cpu::Sgemm)(ta, tb, m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta,
                                                           c, n);
   return info[9];
+}
+
+// packPanels(w, n, k) -> panels: the PackPanels copy of a [n, k] weight (PanelFloats(n, k) floats,
+// 64-byte aligned), on the active CPU kernel path.
+Napi::Value PackPanels(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int n = static_cast<int>(BenchInt(info[1], "n", 1, 1 << 20));
+  const int k = static_cast<int>(BenchInt(info[2], "k", 1, 65536));
+  const float* w = BenchFloats(info, 0, "packPanels", "w", static_cast<double>(n) * k);
+  // The kernels load panels with aligned loads: a view at a 64-byte aligned offset of a larger buffer.
+  const size_t floats = cpu::PanelFloats(n, k);
+  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, (floats + 16) * sizeof(float));
+  const size_t offset = (64 - reinterpret_cast<uintptr_t>(buffer.Data()) % 64) % 64;
+  Napi::Float32Array panels = Napi::Float32Array::New(env, floats, buffer, offset);
+  cpu::PackPanels(w, n, k, panels.Data());
+  return panels;
+}
+
+// panelGemm(m, n, k, a, w, panels, c, accumulate) -> c: C = A W^T (+ C when accumulate) by PanelGemm
+// on the active CPU kernel path, `panels` the packPanels copy of W [n, k], into c in place. Tests
+// compare it with the packed Sgemm bit for bit; the panel bench times it.
+Napi::Value PanelGemm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int m = static_cast<int>(BenchInt(info[0], "m", 1, 65536));
+  const int n = static_cast<int>(BenchInt(info[1], "n", 1, 1 << 20));
+  const int k = static_cast<int>(BenchInt(info[2], "k", 1, 65536));
+  auto floats = [&](int i, const char* what, double want) { return BenchFloats(info, i, "panelGemm", what, want); };
+  const float* a = floats(3, "a", static_cast<double>(m) * k);
+  const float* w = floats(4, "w", static_cast<double>(n) * k);
+  const float* panels = floats(5, "panels", static_cast<double>(cpu::PanelFloats(n, k)));
+  float* c = floats(6, "c", static_cast<double>(m) * n);
+  if (reinterpret_cast<uintptr_t>(panels) % 64 != 0)
+    BenchFail(env, "panelGemm panels must be 64-byte aligned: pass packPanels' result, not a copy or subarray");
+  cpu::PanelGemm(m, n, k, a, k, w, panels, info[7].ToBoolean(), c, n);
+  return info[6];
 }
 
 // copyGBps(megabytes, reps) -> { gbps, threads }: the machine's copy bandwidth (STREAM convention:
@@ -170,6 +210,8 @@ void InitEngineBench(Napi::Env env, Napi::Object exports) {
   exports.Set("peakGflops", Napi::Function::New(env, PeakGflops, "peakGflops"));
   exports.Set("gemmSeconds", Napi::Function::New(env, GemmSeconds, "gemmSeconds"));
   exports.Set("gemm", Napi::Function::New(env, Gemm, "gemm"));
+  exports.Set("packPanels", Napi::Function::New(env, PackPanels, "packPanels"));
+  exports.Set("panelGemm", Napi::Function::New(env, PanelGemm, "panelGemm"));
   exports.Set("copyGBps", Napi::Function::New(env, CopyGBps, "copyGBps"));
 }
 

@@ -15,7 +15,7 @@ import { it } from 'vitest';
 import { packSequences } from '../src/batch.js';
 import type { ModelConfigInput } from '../src/config.js';
 import { createModel, type Model } from '../src/model.js';
-import { engineBinding } from '../src/native.js';
+import { engineBinding, type ProductEntries } from '../src/native.js';
 import { decodeRun, LLAMA_100M } from './decode-run.js';
 
 const TEN_M: ModelConfigInput = {
@@ -81,22 +81,8 @@ async function decodeTokensPerS(model: Model, batch: number, tokens: number): Pr
 }
 
 it('CPU kernel paths', async () => {
-  const native = engineBinding() as ReturnType<typeof engineBinding> & {
-    peakGflops(iters: number): { gflops: number; isa: string };
-    gemm(
-      ta: boolean,
-      tb: boolean,
-      m: number,
-      n: number,
-      k: number,
-      alpha: number,
-      a: Float32Array,
-      b: Float32Array,
-      beta: number,
-      c: Float32Array,
-      smallM: boolean,
-    ): Float32Array;
-  };
+  const native = engineBinding() as ReturnType<typeof engineBinding> &
+    ProductEntries & { peakGflops(iters: number): { gflops: number; isa: string } };
   const dispatch = loadNative().cpuKernels as { info(): { supported: CpuKernelPath[] } } | undefined;
   const only = process.env.CPU_KERNELS_BENCH_PATHS?.split(',');
   const paths = dispatch

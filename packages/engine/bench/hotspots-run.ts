@@ -1,9 +1,10 @@
 // Before/after timings of single hot spots (not part of `pnpm bench`): run with
-//   node --conditions=@agentrl/source --import tsx bench/hotspots-run.ts attention|ce|decode
+//   node --conditions=@agentrl/source --import tsx bench/hotspots-run.ts attention|ce|decode|panel
+// (A/B of two builds: AGENTRL_NATIVE_PATH loads the other one's addon.)
 import { loadavg } from 'node:os';
 import { packSequences } from '../src/batch.js';
 import { createModel } from '../src/model.js';
-import { setEngineThreads } from '../src/native.js';
+import { productEntries, setEngineThreads } from '../src/native.js';
 import { decodeRun } from './decode-run.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
@@ -22,7 +23,55 @@ setEngineThreads(Number(process.env.THREADS ?? 2));
 const what = process.argv[2];
 const rounds = Number(process.env.ROUNDS ?? 5);
 const load0 = loadavg()[0];
-if (what === 'ce') {
+if (what === 'panel') {
+  // Decode's products (PanelGemm on the panel copy) at the 0.6B widths, batch 1..32 rows: CPU ms
+  // per product, medians over rounds. The smaller weights stay in L3 between repeats (the decode
+  // step streams them from memory), so read `decode` for the step itself.
+  const native = productEntries();
+  const rows = (process.env.ROWS ?? '1,4,8,16,32').split(',').map(Number);
+  const widths = [
+    { name: 'q/o 1024x1024', n: 1024, k: 1024 },
+    { name: 'gate/up 1024->3072', n: 3072, k: 1024 },
+    { name: 'down 3072->1024', n: 1024, k: 3072 },
+    { name: 'lm_head 1024->151936', n: 151_936, k: 1024 },
+  ].map((s) => {
+    const w = Float32Array.from({ length: s.n * s.k }, (_, i) => ((i * 7919) % 1000) / 1000 - 0.5);
+    const panels = native.packPanels(w, s.n, s.k);
+    return { ...s, w, panels, a: new Float32Array(32 * s.k).fill(0.01), c: new Float32Array(32 * s.n) };
+  });
+  const cpuMs: Record<string, number[]> = {};
+  for (let r = 0; r < rounds; r++) {
+    for (const s of widths) {
+      for (const m of rows) {
+        const run = () =>
+          native.panelGemm(
+            m,
+            s.n,
+            s.k,
+            s.a.subarray(0, m * s.k),
+            s.w,
+            s.panels,
+            s.c.subarray(0, m * s.n),
+            false,
+          );
+        run();
+        const reps = Math.max(1, Math.round(4e8 / (s.n * s.k * Math.max(m, 4))));
+        const c0 = process.cpuUsage();
+        for (let i = 0; i < reps; i++) run();
+        const c = process.cpuUsage(c0);
+        const key = `${s.name}, ${m} rows`;
+        cpuMs[key] = [...(cpuMs[key] ?? []), (c.user + c.system) / 1000 / reps];
+      }
+    }
+  }
+  console.log(
+    JSON.stringify({
+      what,
+      cpu_ms_median: Object.fromEntries(Object.entries(cpuMs).map(([key, xs]) => [key, median(xs)])),
+      load: [load0, loadavg()[0]],
+    }),
+  );
+} else if (what === 'ce') {
   // One layer, hidden 256 and the full vocabulary: the cross-entropy's scratch (155 MB of logits)
   // weighs in a 512-token call.
   const model = createModel(

@@ -87,6 +87,42 @@ export interface EngineBinding {
   beforeHostAccess?(handle: ModelHandle): void;
 }
 
+/**
+ * The addon's product entries for tests and benches (native/src/engine/bench.cc), on the active CPU
+ * kernel path: `gemm` the packed Sgemm (or SgemmSmallM), `packPanels` / `panelGemm` decode's panel
+ * copy and product. Not used by the engine itself.
+ */
+export interface ProductEntries {
+  gemm(
+    transA: boolean,
+    transB: boolean,
+    m: number,
+    n: number,
+    k: number,
+    alpha: number,
+    a: Float32Array,
+    b: Float32Array,
+    beta: number,
+    c: Float32Array,
+    smallM: boolean,
+  ): Float32Array;
+  /** The [n, k] weight's panel copy, 64-byte aligned. */
+  packPanels(w: Float32Array, n: number, k: number): Float32Array;
+  panelGemm(
+    m: number,
+    n: number,
+    k: number,
+    a: Float32Array,
+    w: Float32Array,
+    panels: Float32Array,
+    c: Float32Array,
+    accumulate: boolean,
+  ): Float32Array;
+}
+
+/** engineBinding's product entries (ProductEntries). */
+export const productEntries = (): ProductEntries => engineBinding() as unknown as ProductEntries;
+
 let binding: EngineBinding | undefined;
 
 /** The engine component of the one agentrl addon; throws an actionable error when it is missing. */

@@ -3,24 +3,11 @@
 // the same FMA chain per element (bit for bit), portable rounds each product and sum apart.
 import { cpuKernels, setCpuKernels } from '@agentrl/native';
 import { afterAll, describe, expect, it } from 'vitest';
-import { engineBinding } from '../src/native.js';
+import { productEntries } from '../src/native.js';
 import { createRng } from '../src/sampling.js';
 import { describeEachCpuKernelPath, notExercised } from './helpers.js';
 
-type Gemm = (
-  transA: boolean,
-  transB: boolean,
-  m: number,
-  n: number,
-  k: number,
-  alpha: number,
-  a: Float32Array,
-  b: Float32Array,
-  beta: number,
-  c: Float32Array,
-  smallM: boolean,
-) => Float32Array;
-const gemm = (engineBinding() as unknown as { gemm: Gemm }).gemm;
+const { gemm } = productEntries();
 
 interface Case {
   ta: boolean;

@@ -163,8 +163,11 @@ void LeftoverRows(int rows, int k, const float* a, int lda, const float* panels,
 }
 
 // Whole panels [p0, p1) for m <= 64 rows: groups of 4 panels outer (they stay in L2 over the rows,
-// so each weight is read from memory once per call), 6-row blocks of 12 AVX2 accumulators (6
-// AVX-512 ones, the most that stay in registers) inner, then the leftover rows on the same group.
+// so each weight is read from memory once per call), 6-row blocks of 12 AVX2 accumulators (of its
+// 16 registers) inner, then the leftover rows on the same group. Every row in one pass per panel
+// (8 rows as 4 + 4, or one 8-row block, which spills on AVX2) measured slower at batch-8 decode on
+// AVX2 (BENCHMARKS.md, issue 26). On AVX-512 the 6-row block keeps 6 chains in 32 registers: an
+// 8-row block there is untried, for want of a machine to measure it on.
 void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, int whole,
                     bool accumulate, float* c, int ldc) {
   constexpr int kGroup = 4;
