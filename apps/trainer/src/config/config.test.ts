@@ -48,7 +48,7 @@ describe('config', () => {
     expect(tiny.task.zeroPadShare).toBe(0);
     expect(roc.rl.stages.map((s) => s.maxResponseTokens)).toEqual([448, 512, 512]);
     expect(roc.rl.stages.reduce((a, s) => a + s.steps, 0)).toBe(24);
-    expect(roc.sft.steps).toBe(2000);
+    expect(roc.sft.steps).toBe(3000);
     expect(roc.eval.maxResponseTokens).toBe(512);
     expect(roc.eval.problems).toBe(100);
     expect(roc.rl.lr).toBe(3e-4);
