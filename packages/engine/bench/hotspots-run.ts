@@ -1,10 +1,10 @@
 // Before/after timings of single hot spots (not part of `pnpm bench`): run with
-//   node --conditions=@agentrl/source --import tsx bench/hotspots-run.ts attention|ce|decode|panel
+//   node --conditions=@agentrl/source --import tsx bench/hotspots-run.ts attention|ce|decode|panel|gemm
 // (A/B of two builds: AGENTRL_NATIVE_PATH loads the other one's addon.)
 import { loadavg } from 'node:os';
 import { packSequences } from '../src/batch.js';
 import { createModel } from '../src/model.js';
-import { productEntries, setEngineThreads } from '../src/native.js';
+import { type ProductEntries, productEntries, setEngineThreads } from '../src/native.js';
 import { decodeRun } from './decode-run.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
@@ -68,6 +68,83 @@ if (what === 'panel') {
     JSON.stringify({
       what,
       cpu_ms_median: Object.fromEntries(Object.entries(cpuMs).map(([key, xs]) => [key, median(xs)])),
+      load: [load0, loadavg()[0]],
+    }),
+  );
+} else if (what === 'gemm') {
+  // The training step's products at the 0.6B widths on 512 tokens (Sgemm, the packed path): the
+  // forward x W^T, the backward dX = dY W and dW = dY^T X. CPU ms and GFLOP/s per product, medians
+  // over rounds, against the FMA peak of the threads it runs on (THREADS=1: one core's).
+  const native = productEntries() as ProductEntries & { peakGflops(iters: number): { gflops: number } };
+  const tokens = Number(process.env.TOKENS ?? 512);
+  const shapes = [
+    { name: 'q 1024->2048', n: 2048, k: 1024 },
+    { name: 'k/v 1024->1024', n: 1024, k: 1024 },
+    { name: 'gate/up 1024->3072', n: 3072, k: 1024 },
+    { name: 'down 3072->1024', n: 1024, k: 3072 },
+  ];
+  const fill = (len: number) =>
+    Float32Array.from({ length: len }, (_, i) => ((i * 7919) % 1000) / 1000 - 0.5);
+  const cases = shapes.flatMap((s) => {
+    const w = fill(s.n * s.k);
+    const x = fill(tokens * s.k);
+    const dy = fill(tokens * s.n);
+    return [
+      // [tokens, k] x [n, k]^T -> [tokens, n]
+      {
+        name: `${s.name} fwd`,
+        run: (c: Float32Array) => native.gemm(false, true, tokens, s.n, s.k, 1, x, w, 0, c, false),
+        out: tokens * s.n,
+        flops: 2 * tokens * s.n * s.k,
+      },
+      // [tokens, n] x [n, k] -> [tokens, k]
+      {
+        name: `${s.name} dX`,
+        run: (c: Float32Array) => native.gemm(false, false, tokens, s.k, s.n, 1, dy, w, 0, c, false),
+        out: tokens * s.k,
+        flops: 2 * tokens * s.n * s.k,
+      },
+      // [tokens, n]^T x [tokens, k] -> [n, k], accumulated
+      {
+        name: `${s.name} dW`,
+        run: (c: Float32Array) => native.gemm(true, false, s.n, s.k, tokens, 1, dy, x, 1, c, false),
+        out: s.n * s.k,
+        flops: 2 * tokens * s.n * s.k,
+      },
+    ];
+  });
+  const outs = cases.map((c) => new Float32Array(c.out));
+  const cpuMs: Record<string, number[]> = {};
+  const peaks: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    peaks.push(native.peakGflops(1e7).gflops);
+    cases.forEach((c, i) => {
+      c.run(outs[i]!);
+      const c0 = process.cpuUsage();
+      const reps = 3;
+      for (let j = 0; j < reps; j++) c.run(outs[i]!);
+      const u = process.cpuUsage(c0);
+      cpuMs[c.name] = [...(cpuMs[c.name] ?? []), (u.user + u.system) / 1000 / reps];
+    });
+  }
+  // peakGflops runs on every engine thread; CPU time is per core.
+  const corePeak = median(peaks) / Number(process.env.THREADS ?? 2);
+  const flopsOf = Object.fromEntries(cases.map((c) => [c.name, c.flops]));
+  const rows = Object.entries(cpuMs).map(([name, xs]) => {
+    const ms = median(xs);
+    const gflops = flopsOf[name]! / ms / 1e6;
+    return { name, cpu_ms: ms, gflops_per_core: gflops, pct_of_core_peak: (100 * gflops) / corePeak };
+  });
+  const total = rows.reduce((a, r) => a + r.cpu_ms, 0);
+  const allFlops = cases.reduce((a, c) => a + c.flops, 0);
+  console.log(
+    JSON.stringify({
+      what,
+      tokens,
+      core_peak_gflops: corePeak,
+      rows,
+      total_cpu_ms: total,
+      gflops_per_core_overall: allFlops / total / 1e6,
       load: [load0, loadavg()[0]],
     }),
   );
