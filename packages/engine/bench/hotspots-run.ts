@@ -37,7 +37,13 @@ if (what === 'panel') {
   ].map((s) => {
     const w = Float32Array.from({ length: s.n * s.k }, (_, i) => ((i * 7919) % 1000) / 1000 - 0.5);
     const panels = native.packPanels(w, s.n, s.k);
-    return { ...s, w, panels, a: new Float32Array(32 * s.k).fill(0.01), c: new Float32Array(32 * s.n) };
+    return {
+      ...s,
+      w,
+      panels,
+      a: new Float32Array(Math.max(...rows) * s.k).fill(0.01),
+      c: new Float32Array(Math.max(...rows) * s.n),
+    };
   });
   const cpuMs: Record<string, number[]> = {};
   for (let r = 0; r < rounds; r++) {

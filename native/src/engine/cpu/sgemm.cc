@@ -76,6 +76,30 @@ inline void Transpose16x16(__m512 r[16]) {
 #endif
 
 // Packs op(A)[i0:i0+mc, k0:k0+kc] into panels of kMr rows, k-major inside a panel, zero-padded.
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+// r[i] = row i of an 8 x 8 block -> r[j] = column j. Packing copies values, so it has no effect on
+// any result's bits; on the avx2 level it replaced per-element strided copies, which cost the
+// forward product (both operands packed across their rows) ~10 % of its time (BENCHMARKS.md).
+inline void Transpose8x8(__m256 r[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  __m256 u[8];
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+#endif
+
 void PackA(bool trans, const float* a, int lda, int i0, int mc, int k0, int kc, float* dst) {
   for (int p = 0; p < mc; p += kMr) {
     const int rows = std::min(kMr, mc - p);
@@ -92,6 +116,23 @@ void PackA(bool trans, const float* a, int lda, int i0, int mc, int k0, int kc, 
           for (int q = kMr; q < 16; ++q) r[q] = _mm512_setzero_ps();
           Transpose16x16(r);
           for (int x = 0; x < 16; ++x) _mm512_mask_storeu_ps(panel + (k_done + x) * kMr, keep, r[x]);
+        }
+      }
+#elif defined(__AVX2__) && defined(__FMA__)
+      if (rows == kMr) {
+        const float* src = a + static_cast<size_t>(i0 + p) * lda + k0;
+        for (; k_done + 8 <= kc; k_done += 8) {
+          // Rows 0-7, then rows 8-11 with four zero rows (their low halves stored).
+          __m256 r[8], s[8];
+          for (int q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(src + static_cast<size_t>(q) * lda + k_done);
+          for (int q = 0; q < 4; ++q) s[q] = _mm256_loadu_ps(src + static_cast<size_t>(8 + q) * lda + k_done);
+          for (int q = 4; q < 8; ++q) s[q] = _mm256_setzero_ps();
+          Transpose8x8(r);
+          Transpose8x8(s);
+          for (int x = 0; x < 8; ++x) {
+            _mm256_storeu_ps(panel + (k_done + x) * kMr, r[x]);
+            _mm_storeu_ps(panel + (k_done + x) * kMr + 8, _mm256_castps256_ps128(s[x]));
+          }
         }
       }
 #endif
@@ -143,6 +184,22 @@ void PackB(bool trans, const float* b, int ldb, int k0, int kc, int j0, int nc, 
             for (int x = 0; x < 16; ++x) {
               _mm512_storeu_ps(panel + static_cast<size_t>(k + x) * kNr + half * 16, r[x]);
             }
+          }
+        }
+        for (; k < kc; ++k) {
+          for (int c = 0; c < kNr; ++c) panel[k * kNr + c] = b[static_cast<size_t>(j0 + p + c) * ldb + k0 + k];
+        }
+        continue;
+      }
+#elif defined(__AVX2__) && defined(__FMA__)
+      if (cols == kNr) {
+        int k = 0;
+        for (; k + 8 <= kc; k += 8) {
+          for (int g = 0; g < kNr; g += 8) {
+            __m256 r[8];
+            for (int c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(b + static_cast<size_t>(j0 + p + g + c) * ldb + k0 + k);
+            Transpose8x8(r);
+            for (int x = 0; x < 8; ++x) _mm256_storeu_ps(panel + static_cast<size_t>(k + x) * kNr + g, r[x]);
           }
         }
         for (; k < kc; ++k) {
