@@ -29,7 +29,8 @@ constexpr uint64_t kFieldMask = (uint64_t{1} << kFieldBits) - 1;
 // product every ~0.1 ms, so between them it stays awake without a syscall.
 constexpr int kSpinPauses = 2000;
 
-// A wait this long for a helper's chunk (some 10x a chunk's work) means the helper lost its core.
+// A wait for a helper's chunk this long (some 10x a decode chunk's work), and over two chunks of
+// this job's, means the helper lost its core.
 constexpr std::chrono::microseconds kStalled{500};
 // Jobs run serially after a stall: from about one decode step's worth up to a few hundred steps.
 constexpr int kMinBackoff = 64, kMaxBackoff = 1 << 15;
@@ -59,17 +60,22 @@ class Pool {
       std::lock_guard<std::mutex> lock(mu_);
       cv_.notify_all();
     }
-    Work(gen_);
-    // Left to wait for: chunks a helper claimed and is running. A long wait means it was descheduled
-    // mid-chunk (the machine's cores are busy): then the next jobs run on this thread alone, for
-    // twice as many jobs after each such wait in a row (results are the same either way).
+    const auto start = std::chrono::steady_clock::now();
+    const int own = Work(gen_);
+    // Left to wait for: chunks a helper claimed and is running. A wait much longer than a chunk
+    // takes this thread means the helper was descheduled mid-chunk (the machine's cores are busy):
+    // then the next jobs run on this thread alone, for twice as many jobs after each such wait in a
+    // row (results are the same either way). A running helper's last chunk can outlast this
+    // thread's by up to one chunk, so the bound is two chunks' time, and never under kStalled.
     if (done_.load(std::memory_order_acquire) < chunks) {
       const auto t0 = std::chrono::steady_clock::now();
+      const auto chunk_time = own > 0 ? (t0 - start) / own : std::chrono::steady_clock::duration::max() / 4;
       for (int i = 0; done_.load(std::memory_order_acquire) < chunks; ++i) {
         if (i < kSpinPauses) AGENTRL_PAUSE();
         else std::this_thread::yield();
       }
-      if (std::chrono::steady_clock::now() - t0 > kStalled) {
+      const auto waited = std::chrono::steady_clock::now() - t0;
+      if (waited > kStalled && waited > 2 * chunk_time) {
         backoff_ = std::min(backoff_ * 2, kMaxBackoff);
         serial_left_ = backoff_;
         return;
@@ -79,18 +85,20 @@ class Pool {
   }
 
  private:
-  // Claims and runs chunks of job `gen` until none is left or another job is posted.
-  void Work(uint64_t gen) {
-    for (;;) {
+  // Claims and runs chunks of job `gen` until none is left or another job is posted; returns how
+  // many this thread ran.
+  int Work(uint64_t gen) {
+    for (int ran = 0;; ) {
       uint64_t s = state_.load(std::memory_order_acquire);
-      if ((s >> (2 * kFieldBits)) != gen) return;
+      if ((s >> (2 * kFieldBits)) != gen) return ran;
       const uint64_t total = (s >> kFieldBits) & kFieldMask, next = s & kFieldMask;
-      if (next >= total) return;
+      if (next >= total) return ran;
       const ChunkFn fn = fn_.load(std::memory_order_relaxed);
       void* ctx = ctx_.load(std::memory_order_relaxed);
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) {
         fn(ctx, static_cast<int>(next));
         done_.fetch_add(1, std::memory_order_release);
+        ++ran;
       }
     }
   }
