@@ -39,6 +39,14 @@ export function forwardMatmulFlopsPerToken(s: Model['shape']): number {
   return 2 * (s.layers * perLayer + s.vocab * s.hidden);
 }
 
+/**
+ * Matrix FLOPs per prompt token of a prefill of `promptLength`-token prompts: every layer's linears
+ * for each token, the lm_head once per prompt (only the last token's logits are computed).
+ */
+export function prefillMatmulFlopsPerToken(s: Model['shape'], promptLength: number): number {
+  return forwardMatmulFlopsPerToken(s) - (2 * s.vocab * s.hidden * (promptLength - 1)) / promptLength;
+}
+
 /** Attention FLOPs of a causal forward over sequences of these lengths (scores and values). */
 export function forwardAttentionFlops(s: Model['shape'], seqLens: readonly number[]): number {
   return s.layers * seqLens.reduce((a, L) => a + 2 * L * L * s.heads * s.headDim, 0);
