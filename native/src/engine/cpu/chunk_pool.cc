@@ -69,13 +69,12 @@ class Pool {
     // thread's by up to one chunk, so the bound is two chunks' time, and never under kStalled.
     if (done_.load(std::memory_order_acquire) < chunks) {
       const auto t0 = std::chrono::steady_clock::now();
-      const auto chunk_time = own > 0 ? (t0 - start) / own : std::chrono::steady_clock::duration::max() / 4;
       for (int i = 0; done_.load(std::memory_order_acquire) < chunks; ++i) {
         if (i < kSpinPauses) AGENTRL_PAUSE();
         else std::this_thread::yield();
       }
       const auto waited = std::chrono::steady_clock::now() - t0;
-      if (waited > kStalled && waited > 2 * chunk_time) {
+      if (waited > kStalled && own > 0 && waited > 2 * (t0 - start) / own) {
         backoff_ = std::min(backoff_ * 2, kMaxBackoff);
         serial_left_ = backoff_;
         return;

@@ -7,9 +7,10 @@
 // thread, and llama.cpp, which syncs its threads after every op, at 0.5 tokens/s). Here the caller
 // claims chunks itself from a shared counter and only waits for chunks a helper has claimed and is
 // running: an absent helper costs nothing, a present one takes half the stream. A helper that
-// loses its core mid-chunk still costs a wait, so after such a stall (> 0.5 ms) the next jobs run
-// on the caller alone, for longer after each stall in a row. Each chunk runs the same code
-// whichever thread takes it, so results do not depend on the split.
+// loses its core mid-chunk still costs a wait, so after such a stall (a wait over 0.5 ms and over
+// two of the job's chunks as the caller ran them) the next jobs run on the caller alone, for longer
+// after each stall in a row. Each chunk runs the same code whichever thread takes it, so results do
+// not depend on the split.
 #pragma once
 
 namespace agentrl::engine::cpu {
