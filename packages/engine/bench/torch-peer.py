@@ -44,6 +44,20 @@ def blas_in_use():
     return sorted(libs)
 
 
+def require_tuned_blas():
+    """Refuses the reference BLAS: Debian's torch loads it when no optimised one is installed, and a
+    baseline on it is ~30x slower than on OpenBLAS (a straw man, not a peer)."""
+    libs = blas_in_use()
+    # Debian's reference BLAS is the `libblas.so.3` alternative in .../blas/; a tuned one installs its own.
+    reference = [l for l in libs if os.path.basename(os.path.dirname(l)) == "blas" and "libblas.so" in l]
+    if reference and os.environ.get("TORCH_PEER_ALLOW_REFERENCE_BLAS") != "1":
+        sys.exit(
+            f"torch-peer.py: PyTorch loaded the reference BLAS ({', '.join(reference)}), so its figures would "
+            "not be an honest baseline; install an optimised one (apt-get install libopenblas0-openmp) and run "
+            "again, or set TORCH_PEER_ALLOW_REFERENCE_BLAS=1 to measure it anyway"
+        )
+
+
 def rms(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
@@ -159,6 +173,7 @@ def decode(model, req):
 
 
 def main():
+    require_tuned_blas()
     meta = {"torch": torch.__version__, "threads": torch.get_num_threads()}
     if sys.argv[1] == "train":
         req = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}

@@ -1,8 +1,9 @@
 // PanelGemm (decode's batch-invariant product on weights packed once into 16-column panels) against
 // the packed Sgemm bit for bit on every CPU kernel path: each output element must be the same FMA
 // chain per 256-long k-block (panel_gemm.h), for every row count a decode step can give it (1..64,
-// then the 64-row chunks above), every row of the block (the 6-row blocks and the rows left over),
-// widths with a partial last panel and groups of panels left over, and with C accumulated or not.
+// then the 64-row chunks above), every row of the block (the row blocks, 6 rows on AVX2 and 8 on
+// AVX-512, and the rows left over), widths with a partial last panel and groups of panels left over,
+// and with C accumulated or not.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { productEntries } from '../src/native.js';
 import { createRng } from '../src/sampling.js';

@@ -76,7 +76,8 @@ void Block(int k, const float* a, int lda, const float* panel, size_t panel_stri
     const float* ak = a + k0;
     const float* pf = ahead ? ahead + static_cast<size_t>(k0) * kPanelWidth : nullptr;
     for (int kk = 0; kk < kc; ++kk) {
-      if (pf) __builtin_prefetch(pf + kk * kPanelWidth, 0, 3);
+      if (pf)
+        for (int q = 0; q < NP; ++q) __builtin_prefetch(pf + q * panel_stride + kk * kPanelWidth, 0, 3);
       Vec bv[NP][kVecs];
       for (int q = 0; q < NP; ++q)
         for (int v = 0; v < kVecs; ++v) bv[q][v] = Load(b + q * panel_stride + kk * kPanelWidth + v * kLanes);
@@ -133,11 +134,18 @@ void PartialPanel(int m, int n, int k, const float* a, int lda, const float* pan
 }
 
 // Rows [i, m) of one group of G consecutive panels starting at p, the rows that do not fill a
-// 6-row block: the kernel that keeps the most FMA chains in flight for that many rows (the panels
-// are in L2 from the 6-row blocks before them, so reading them again costs no memory traffic).
+// row block (up to 5 on AVX2; up to 7 on AVX-512, where 6 and 7 start with a 6-row pass): the kernel
+// that keeps the most FMA chains in flight for that many rows (the panels are in L2 from the row
+// blocks before them, so reading them again costs no memory traffic).
 template <int G>
 void LeftoverRows(int rows, int k, const float* a, int lda, const float* panels, int p, bool accumulate, float* c,
                   int ldc) {
+  if (rows >= 6) {
+    for (int q = 0; q < G; ++q) Rows<6, 1>(k, a, lda, panels, p + q, accumulate, c, ldc);
+    rows -= 6;
+    a += 6 * static_cast<size_t>(lda);
+    c += 6 * static_cast<size_t>(ldc);
+  }
   const float* a2 = a + 2 * static_cast<size_t>(lda);
   float* c2 = c + 2 * static_cast<size_t>(ldc);
   int q = 0;
@@ -163,31 +171,43 @@ void LeftoverRows(int rows, int k, const float* a, int lda, const float* panels,
 }
 
 // Whole panels [p0, p1) for m <= 64 rows: groups of 4 panels outer (they stay in L2 over the rows,
-// so each weight is read from memory once per call), 6-row blocks of 12 AVX2 accumulators (of its
-// 16 registers) inner, then the leftover rows on the same group. Every row in one pass per panel
-// (8 rows as 4 + 4, or one 8-row block, which spills on AVX2) measured slower at batch-8 decode on
-// AVX2 (BENCHMARKS.md, issue 26). On AVX-512 the 6-row block keeps 6 chains in 32 registers: an
-// 8-row block there is untried, for want of a machine to measure it on.
+// so each weight is read from memory once per call), row blocks inner, then the leftover rows on the
+// same group. The first row block of each step prefetches the panels kPrefetchAhead further on (see
+// Block), so the memory stream runs while the block computes from cache.
+// - AVX2 (16 registers): 6-row blocks of one panel (12 accumulators), prefetching the same panel of
+//   the next group. Every row in one pass per panel (8 rows as 4 + 4, or one 8-row block, which
+//   spills on AVX2) measured slower at batch-8 decode on AVX2 (BENCHMARKS.md, issue 26).
+// - AVX-512 (32 registers, one 16-wide panel per vector): 8-row blocks over two panels at once (16
+//   chains, enough for two FMA ports of 4-cycle latency; a 6 x 1 block keeps 6), prefetching the next
+//   two panels. On a 2-core Zen 5 (0.6B shape, 2 threads, medians of 4-6 alternating processes) it
+//   decoded 92 / 135 tokens/s at batch 8 / 32 against 77 / 104 for the AVX2 layout; 8 x 1 blocks gave
+//   81 / 117, and 8 x 2 prefetching a group ahead 86-90 / 111-137.
+#if defined(__AVX512F__)
+constexpr int kBlockRows = 8, kBlockPanels = 2, kPrefetchAhead = 2;
+#else
+constexpr int kBlockRows = 6, kBlockPanels = 1, kPrefetchAhead = 4;
+#endif
 void PanelRangeRows(int m, int k, const float* a, int lda, const float* panels, int p0, int p1, int whole,
                     bool accumulate, float* c, int ldc) {
   constexpr int kGroup = 4;
-  const int full = m / 6 * 6;
+  static_assert(kGroup % kBlockPanels == 0, "a group is whole blocks of panels");
+  const int full = m / kBlockRows * kBlockRows;
   const float* al = a + static_cast<size_t>(full) * lda;
   float* cl = c + static_cast<size_t>(full) * ldc;
   int p = p0;
   for (; p + kGroup <= p1; p += kGroup) {
-    for (int q = 0; q < kGroup; ++q) {
-      // The first row block of each panel prefetches the same panel of the next group (see Block).
-      const int ahead = p + q + kGroup < whole ? p + q + kGroup : -1;
-      for (int i = 0; i < full; i += 6)
-        Rows<6, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p + q, accumulate, c + static_cast<size_t>(i) * ldc,
-                   ldc, i == 0 ? ahead : -1);
+    for (int q = 0; q < kGroup; q += kBlockPanels) {
+      const int ahead = p + q + kPrefetchAhead + kBlockPanels <= whole ? p + q + kPrefetchAhead : -1;
+      for (int i = 0; i < full; i += kBlockRows)
+        Rows<kBlockRows, kBlockPanels>(k, a + static_cast<size_t>(i) * lda, lda, panels, p + q, accumulate,
+                                       c + static_cast<size_t>(i) * ldc, ldc, i == 0 ? ahead : -1);
     }
     LeftoverRows<kGroup>(m - full, k, al, lda, panels, p, accumulate, cl, ldc);
   }
   for (; p < p1; ++p) {
-    for (int i = 0; i < full; i += 6)
-      Rows<6, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p, accumulate, c + static_cast<size_t>(i) * ldc, ldc);
+    for (int i = 0; i < full; i += kBlockRows)
+      Rows<kBlockRows, 1>(k, a + static_cast<size_t>(i) * lda, lda, panels, p, accumulate,
+                          c + static_cast<size_t>(i) * ldc, ldc);
     LeftoverRows<1>(m - full, k, al, lda, panels, p, accumulate, cl, ldc);
   }
 }
