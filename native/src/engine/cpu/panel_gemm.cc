@@ -179,7 +179,7 @@ void LeftoverRows(int rows, int k, const float* a, int lda, const float* panels,
 //   spills on AVX2) measured slower at batch-8 decode on AVX2 (BENCHMARKS.md, issue 26).
 // - AVX-512 (32 registers, one 16-wide panel per vector): 8-row blocks over two panels at once (16
 //   chains, enough for two FMA ports of 4-cycle latency; a 6 x 1 block keeps 6), prefetching the next
-//   two panels. On a 2-core Zen 5 (0.6B shape, 2 threads, medians of 4-6 alternating processes) it
+//   two panels. On a 2-core Zen 5 (0.6B shape, 2 threads, medians of 3-6 alternating processes) it
 //   decoded 92 / 135 tokens/s at batch 8 / 32 against 77 / 104 for the AVX2 layout; 8 x 1 blocks gave
 //   81 / 117, and 8 x 2 prefetching a group ahead 86-90 / 111-137.
 #if defined(__AVX512F__)
