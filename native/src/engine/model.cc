@@ -176,7 +176,6 @@ void ColumnSum(const float* x, float* out, int rows, int n) {
   }
 }
 
-inline float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 }  // namespace
 
@@ -251,8 +250,7 @@ void Model::LayerForward(int layer, const float* x_in, float* x_out, LayerActs& 
   float* act = act_.data();
   const float* g = a.g.data();
   const float* u = a.u.data();
-#pragma omp parallel for schedule(static) if (T * im > 65536)
-  for (size_t i = 0; i < T * im; ++i) act[i] = g[i] * Sigmoid(g[i]) * u[i];
+  cpu::SwigluForward(g, u, act, T * im);
   std::memcpy(x_out, a.xmid.data(), T * h * sizeof(float));
   Linear(p.wd, total, h, im, act, true, x_out);
 }
@@ -317,19 +315,12 @@ void Model::LayerBackward(int layer, const float* x_in, LayerActs& a, float* dre
   float* act = act_.data();
   const float* g = a.g.data();
   const float* u = a.u.data();
-#pragma omp parallel for schedule(static) if (T * im > 65536)
-  for (size_t i = 0; i < T * im; ++i) act[i] = g[i] * Sigmoid(g[i]) * u[i];
+  cpu::SwigluForward(g, u, act, T * im);
   Sgemm(true, false, h, im, total, 1.0f, dres, h, act, im, 1.0f, gr.wd, im);
   Sgemm(false, false, total, im, h, 1.0f, dres, h, p.wd, im, 0.0f, dact_.data(), im);
   float* dg = dact_.data();
   float* du = act_.data();
-#pragma omp parallel for schedule(static) if (T * im > 65536)
-  for (size_t i = 0; i < T * im; ++i) {
-    const float sg = Sigmoid(g[i]);
-    const float da = dg[i];
-    du[i] = da * g[i] * sg;
-    dg[i] = da * u[i] * sg * (1.0f + g[i] * (1.0f - sg));
-  }
+  cpu::SwigluBackward(g, u, dg, du, T * im);
   Sgemm(true, false, im, h, total, 1.0f, dg, im, a.xn2.data(), h, 1.0f, gr.wg, h);
   Sgemm(true, false, im, h, total, 1.0f, du, im, a.xn2.data(), h, 1.0f, gr.wu, h);
   dxn_.Resize(T * h);
@@ -446,7 +437,12 @@ double Model::CrossEntropyBackward(const int32_t* targets, float scale, const La
   dh.Zero();
   const float* w = Lm(params_.data());
   float* gw = Lm(grads_.data());
-  constexpr int kChunk = 256;
+  // Rows per pass over the lm_head: 512 streams its weight (and gradient) half as often as 256.
+  // Any multiple of the SGEMM's 256-long k-block gives the lm_head gradient the same bits (its k is
+  // the rows: each 256-row block adds its FMA chain to the gradient in order, in one product or two).
+  constexpr int kChunk = 512;
+  static_assert(kChunk % cpu::kSgemmKc == 0, "the chunk must be whole k-blocks of the SGEMM");
+  constexpr int kLossRows = 256;
   const size_t chunk = std::min<size_t>(kChunk, std::max<size_t>(rows.size(), 1));
   Buffer &hb = ce_h_, &lg = ce_logits_, &dhb = ce_dh_chunk_;
   hb.Resize(chunk * h);
@@ -459,21 +455,17 @@ double Model::CrossEntropyBackward(const int32_t* targets, float scale, const La
       std::memcpy(hb.data() + static_cast<size_t>(i) * h, hidden_.data() + static_cast<size_t>(rows[r0 + i]) * h,
                   h * sizeof(float));
     Sgemm(false, true, n, vocab, h, 1.0f, hb.data(), h, w, h, 0.0f, lg.data(), vocab);
-    double chunk_loss = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : chunk_loss) if (n * vocab > 65536)
-    for (int i = 0; i < n; ++i) {
-      float* z = lg.data() + static_cast<size_t>(i) * vocab;
-      float mx = -INFINITY;
-      for (int j = 0; j < vocab; ++j) mx = std::max(mx, z[j]);
-      float sum = 0.0f;
-      for (int j = 0; j < vocab; ++j) sum += std::exp(z[j] - mx);
-      const float lse = mx + std::log(sum);
-      const int tgt = targets[rows[r0 + i]];
-      chunk_loss += static_cast<double>(lse - z[tgt]);
-      for (int j = 0; j < vocab; ++j) z[j] = std::exp(z[j] - lse) * scale;
-      z[tgt] -= scale;
+    // The loss sums 256 rows at a time, each group's rows split between the threads, as when the
+    // chunk was 256 rows: the same double for the same thread count.
+    for (int s0 = 0; s0 < n; s0 += kLossRows) {
+      const int sn = std::min(kLossRows, n - s0);
+      double part = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : part) if (sn * vocab > 65536)
+      for (int i = s0; i < s0 + sn; ++i)
+        part += static_cast<double>(
+            cpu::SoftmaxXentRow(lg.data() + static_cast<size_t>(i) * vocab, vocab, targets[rows[r0 + i]], scale));
+      loss += part;
     }
-    loss += chunk_loss;
     Sgemm(true, false, vocab, h, n, 1.0f, lg.data(), vocab, hb.data(), h, 1.0f, gw, h);
     Sgemm(false, false, n, h, vocab, 1.0f, lg.data(), vocab, w, h, 0.0f, dhb.data(), h);
     for (int i = 0; i < n; ++i)

@@ -5,10 +5,12 @@
 // Math.log and the top-k / top-p decisions stay in JS.
 #include <napi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
 
+#include "engine/cpu/ops.h"
 #include "engine/cpu/sampler.h"
 #include "engine/engine_args.h"
 
@@ -103,6 +105,83 @@ Napi::Value NthEqual(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), -1);
 }
 
+// ---- the training step's element-wise kernels (cpu/elementwise.cc), their test surface ----------
+// Each kernel beside the loop it replaced in model.cc, compiled here at the baseline as model.cc is:
+// test/native-expf.test.ts asserts the two give the same bits on every CPU kernel level.
+
+// expF32(x, out, libm): out[i] = expf(x[i]) by the active level's kernel, or by glibc's std::exp.
+Napi::Value ExpF32(const Napi::CallbackInfo& info) {
+  auto x = Typed<float>(info[0], "x");
+  auto out = Typed<float>(info[1], "out", static_cast<int64_t>(x.ElementLength()));
+  const size_t n = x.ElementLength();
+  if (info[2].ToBoolean().Value()) {
+    for (size_t i = 0; i < n; ++i) out.Data()[i] = std::exp(x.Data()[i]);
+  } else {
+    cpu::ExpF32(x.Data(), out.Data(), n);
+  }
+  return info.Env().Undefined();
+}
+
+// swiglu(g, u, act, reference) and swigluBackward(g, u, dg, du, reference): dg holds da on entry.
+Napi::Value Swiglu(const Napi::CallbackInfo& info) {
+  auto g = Typed<float>(info[0], "g");
+  const int64_t n = static_cast<int64_t>(g.ElementLength());
+  auto u = Typed<float>(info[1], "u", n);
+  auto act = Typed<float>(info[2], "act", n);
+  const float* gp = g.Data();
+  const float* up = u.Data();
+  float* ap = act.Data();
+  if (info[3].ToBoolean().Value()) {
+    for (int64_t i = 0; i < n; ++i) ap[i] = gp[i] * (1.0f / (1.0f + std::exp(-gp[i]))) * up[i];
+  } else {
+    cpu::SwigluForward(gp, up, ap, static_cast<size_t>(n));
+  }
+  return info.Env().Undefined();
+}
+
+Napi::Value SwigluBackward(const Napi::CallbackInfo& info) {
+  auto g = Typed<float>(info[0], "g");
+  const int64_t n = static_cast<int64_t>(g.ElementLength());
+  auto u = Typed<float>(info[1], "u", n);
+  auto dgv = Typed<float>(info[2], "dg", n);
+  auto duv = Typed<float>(info[3], "du", n);
+  const float* gp = g.Data();
+  const float* up = u.Data();
+  float* dg = dgv.Data();
+  float* du = duv.Data();
+  if (info[4].ToBoolean().Value()) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float sg = 1.0f / (1.0f + std::exp(-gp[i]));
+      const float da = dg[i];
+      du[i] = da * gp[i] * sg;
+      dg[i] = da * up[i] * sg * (1.0f + gp[i] * (1.0f - sg));
+    }
+  } else {
+    cpu::SwigluBackward(gp, up, dg, du, static_cast<size_t>(n));
+  }
+  return info.Env().Undefined();
+}
+
+// softmaxXentRow(z, target, scale, reference) -> loss; z becomes the row's gradient.
+Napi::Value SoftmaxXentRow(const Napi::CallbackInfo& info) {
+  auto zv = Typed<float>(info[0], "z");
+  const int vocab = static_cast<int>(zv.ElementLength());
+  if (vocab < 1) throw BadArgument("softmaxXentRow: z is empty");
+  const int target = static_cast<int>(Integer(info[1], "target", 0, vocab - 1));
+  const float scale = static_cast<float>(AnyNumber(info[2], "scale"));
+  float* z = zv.Data();
+  if (!info[3].ToBoolean().Value()) return Napi::Number::New(info.Env(), cpu::SoftmaxXentRow(z, vocab, target, scale));
+  float mx = -INFINITY;
+  for (int j = 0; j < vocab; ++j) mx = std::max(mx, z[j]);
+  float sum = 0.0f;
+  for (int j = 0; j < vocab; ++j) sum += std::exp(z[j] - mx);
+  const float lse = mx + std::log(sum);
+  const float loss = lse - z[target];
+  for (int j = 0; j < vocab; ++j) z[j] = std::exp(z[j] - lse) * scale;
+  z[target] -= scale;
+  return Napi::Number::New(info.Env(), loss);
+}
+
 }  // namespace
 
 void InitEngineSampler(Napi::Env env, Napi::Object exports) {
@@ -111,6 +190,10 @@ void InitEngineSampler(Napi::Env env, Napi::Object exports) {
   exports.Set("drawInIdOrder", Napi::Function::New(env, Guard<kEngineCodes, DrawInIdOrder>, "drawInIdOrder"));
   exports.Set("collectAtLeast", Napi::Function::New(env, Guard<kEngineCodes, CollectAtLeast>, "collectAtLeast"));
   exports.Set("nthEqual", Napi::Function::New(env, Guard<kEngineCodes, NthEqual>, "nthEqual"));
+  exports.Set("expF32", Napi::Function::New(env, Guard<kEngineCodes, ExpF32>, "expF32"));
+  exports.Set("swiglu", Napi::Function::New(env, Guard<kEngineCodes, Swiglu>, "swiglu"));
+  exports.Set("swigluBackward", Napi::Function::New(env, Guard<kEngineCodes, SwigluBackward>, "swigluBackward"));
+  exports.Set("softmaxXentRow", Napi::Function::New(env, Guard<kEngineCodes, SoftmaxXentRow>, "softmaxXentRow"));
 }
 
 }  // namespace agentrl::engine

@@ -176,6 +176,33 @@ export interface SamplerBinding extends SamplerLoops {
   expF64(x: Float64Array, out: Float64Array): void;
 }
 
+/**
+ * The training step's element-wise kernels (native/src/engine/cpu/elementwise.cc) beside the loops
+ * they replaced (`reference`: compiled as model.cc is, glibc's expf per element). Test surface.
+ * @internal
+ */
+export interface ElementwiseTestBinding {
+  /** out[i] = expf(x[i]): the active level's kernel, or glibc's std::exp when `libm`. */
+  expF32(x: Float32Array, out: Float32Array, libm: boolean): void;
+  /** act = g * sigmoid(g) * u. */
+  swiglu(g: Float32Array, u: Float32Array, act: Float32Array, reference: boolean): void;
+  /** dg holds da on entry; writes dg and du. */
+  swigluBackward(
+    g: Float32Array,
+    u: Float32Array,
+    dg: Float32Array,
+    du: Float32Array,
+    reference: boolean,
+  ): void;
+  /** Returns logsumexp(z) - z[target]; z becomes (softmax(z) - onehot) * scale. */
+  softmaxXentRow(z: Float32Array, target: number, scale: number, reference: boolean): number;
+}
+
+/** The element-wise kernels' test surface on the CPU engine component. @internal */
+export function elementwiseTestBinding(): ElementwiseTestBinding {
+  return samplerBinding() as unknown as ElementwiseTestBinding;
+}
+
 let sampler: SamplerBinding | undefined;
 
 /** The sampler's loops on the CPU engine component; throws the engine's actionable error when missing. */

@@ -214,6 +214,18 @@ void AdamWUpdate(float* p, float* m, float* v, const float* g, size_t begin, siz
   Active().adamw_update(p, m, v, g, begin, end, grad_scale, beta1, beta2, step_size, bc2_sqrt, eps, decay);
 }
 
+void ExpF32(const float* x, float* out, size_t n) { Active().exp_f32(x, out, n); }
+
+void SwigluForward(const float* g, const float* u, float* act, size_t n) { Active().swiglu_forward(g, u, act, n); }
+
+void SwigluBackward(const float* g, const float* u, float* dg, float* du, size_t n) {
+  Active().swiglu_backward(g, u, dg, du, n);
+}
+
+float SoftmaxXentRow(float* z, int vocab, int target, float scale) {
+  return Active().softmax_xent_row(z, vocab, target, scale);
+}
+
 void ExpF64(const double* x, double* out, size_t n) { Active().exp_f64(x, out, n); }
 
 TemperedRow TemperedProbs(const float* logits, size_t n, double t, double* probs) {

@@ -26,6 +26,10 @@ struct KernelTable {
                            const int32_t*, const float* const*, const AttnShape&);
   void (*adamw_update)(float*, float*, float*, const float*, size_t, size_t, float, float, float, float, float, float,
                        float);
+  void (*exp_f32)(const float*, float*, size_t);
+  void (*swiglu_forward)(const float*, const float*, float*, size_t);
+  void (*swiglu_backward)(const float*, const float*, float*, float*, size_t);
+  float (*softmax_xent_row)(float*, int, int, float);
   kernels::Metrics (*policy_loss)(const kernels::LossConfig&, const kernels::TokenInputs&, const float*, int64_t, float*,
                                   float*, float*);
   kernels::Metrics (*fused_linear)(const kernels::LossConfig&, const kernels::TokenInputs&, const float*, const float*,

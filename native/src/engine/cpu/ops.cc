@@ -6,6 +6,8 @@
 #endif
 #include "engine/cpu/ops.h"
 
+#include "engine/cpu/expf_simd.h"
+
 #include "engine/cpu/chunk_pool.h"
 #include "engine/cpu/sgemm.h"
 
@@ -108,13 +110,10 @@ namespace {
 // training forward and the cached (decode) attention both call it, so a token's probabilities
 // are the same bits in both.
 inline float ExpShifted(float* row, int n, float* max_out = nullptr) {
-  float mx = -INFINITY;
-  for (int j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+  const float mx = expf_simd::RowMax(row, n);
+  expf_simd::ExpSub(row, mx, row, n);  // glibc's expf bits (expf_simd.h)
   float sum = 0.0f;
-  for (int j = 0; j < n; ++j) {
-    row[j] = std::exp(row[j] - mx);
-    sum += row[j];
-  }
+  for (int j = 0; j < n; ++j) sum += row[j];
   if (max_out) *max_out = mx;
   return sum;
 }
@@ -239,10 +238,8 @@ void AttentionBackward(const float* q, const float* k, const float* v, const flo
             const int n = i0 + r + 1;
             const float l = lh[i0 + r];
             const float di = Dot(dob + static_cast<size_t>(r) * qs, oh + static_cast<size_t>(i0 + r) * qs, d);
-            for (int j = 0; j < n; ++j) {
-              pr[j] = std::exp(pr[j] - l);
-              dr[j] = pr[j] * (dr[j] - di) * s.scale;
-            }
+            expf_simd::ExpSub(pr, l, pr, n);
+            for (int j = 0; j < n; ++j) dr[j] = pr[j] * (dr[j] - di) * s.scale;
             for (int j = n; j < cols; ++j) pr[j] = dr[j] = 0.0f;
           }
           SgemmSerial(false, false, rows, d, cols, 1.0f, dp.data(), cols, kg, ks, 0.0f,

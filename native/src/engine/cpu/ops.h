@@ -48,5 +48,17 @@ void AttentionCached(const float* q, float* out, const int32_t* seq_of, const in
                      const float* const* k_cache_t, const int32_t* cache_cap, const float* const* v_cache,
                      const AttnShape& s);
 
+// out[i] = expf(x[i]) with glibc's bits (expf_simd.h), vectorised on the avx2 and avx512 levels.
+void ExpF32(const float* x, float* out, size_t n);
+// SwiGLU's activation, element-wise over n: act = g * sigmoid(g) * u, sigmoid(x) = 1 / (1 + expf(-x)).
+// elementwise.cc, with the operations (and glibc's expf bits) of the loops it replaced in model.cc.
+void SwigluForward(const float* g, const float* u, float* act, size_t n);
+// Its backward: reads da from dg, writes dg = da * u * s * (1 + g * (1 - s)) and du = da * g * s.
+void SwigluBackward(const float* g, const float* u, float* dg, float* du, size_t n);
+// One row of softmax cross-entropy over z[0..vocab): returns logsumexp(z) - z[target] and overwrites
+// z with its gradient times scale (softmax(z) * scale, minus scale at the target). The exps' sum
+// runs in index order in float, as the loop it replaced.
+float SoftmaxXentRow(float* z, int vocab, int target, float scale);
+
 AGENTRL_ISA_END
 }  // namespace agentrl::engine::cpu

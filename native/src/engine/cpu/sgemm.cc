@@ -224,6 +224,12 @@ void PackB(bool trans, const float* b, int ldb, int k0, int kc, int j0, int nc, 
 void MicroKernel(int kc, const float* a, const float* b, float* c, int ldc, int rows, int cols, float alpha,
                  float beta) {
 #if defined(__AVX512F__)
+  // The C tile is read (beta != 0) or written only after the k loop: ask for its lines now, so a
+  // tile out of cache (a weight gradient's rows, ldc apart) arrives while the FMAs run.
+  for (int r = 0; r < rows; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + cols - 1), _MM_HINT_T0);
+  }
   __m512 acc[kMr][2];
 #pragma GCC unroll 12
   for (int r = 0; r < kMr; ++r) {
@@ -440,8 +446,11 @@ void SgemmThreads(bool trans_a, bool trans_b, int m, int n, int k, float alpha, 
   // Below ~20 MFLOP (every decode step of a small model) waking a second thread costs more than
   // it saves, above all on a shared machine.
   if (threads > 1 && flops > 2e7) {
-    // Split N (columns) when it is wide enough, else M; each thread runs an independent GEMM.
-    const bool split_n = n >= m || n >= threads * 2 * kNr;
+    // Each thread runs an independent GEMM on its share of N (columns) or of M (rows), and packs
+    // all of the other operand: split the dimension whose operand is the larger (op(B) is K x N,
+    // op(A) M x K), as long as the shares are whole micro-tiles. A weight gradient [out, in] with
+    // out > in (gate/up, q, the lm_head) splits its rows, so each thread packs half of dY^T.
+    const bool split_n = m < threads * 2 * kMr || (n >= threads * 2 * kNr && n >= m);
     const int extent = split_n ? n : m;
     const int align = split_n ? kNr : kMr;
     int chunk = (extent + threads - 1) / threads;
