@@ -98,7 +98,13 @@ function trainChild(side: 'engine' | 'pytorch', req: object, env: NodeJS.Process
           maxBuffer: 1 << 20,
         });
   const last = out.trim().split('\n').at(-1) ?? '{}';
-  return JSON.parse(last) as { fwd_bwd_s: number[]; adamw_s: number[]; blas?: string[]; torch?: string };
+  return JSON.parse(last) as {
+    fwd_bwd_s: number[];
+    adamw_s: number[];
+    anon_huge_gib?: number;
+    blas?: string[];
+    torch?: string;
+  };
 }
 
 it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
@@ -192,8 +198,11 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
   // --- training: fresh processes per side and round (never both states resident) ---------------
   const seqs = 2;
   const len = quick ? 32 : 256;
-  const train: Record<'engine' | 'pytorch', { fwd_bwd_s: number[]; adamw_s: number[] }> = {
-    engine: { fwd_bwd_s: [], adamw_s: [] },
+  const train: Record<
+    'engine' | 'pytorch',
+    { fwd_bwd_s: number[]; adamw_s: number[]; anon_huge_gib?: number[] }
+  > = {
+    engine: { fwd_bwd_s: [], adamw_s: [], anon_huge_gib: [] },
     pytorch: { fwd_bwd_s: [], adamw_s: [] },
   };
   let torchTrainMeta: Record<string, unknown> | undefined;
@@ -206,6 +215,7 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
         const o = trainChild(side, trainReq, side === 'engine' ? process.env : torchEnv);
         train[side].fwd_bwd_s.push(...o.fwd_bwd_s);
         train[side].adamw_s.push(...o.adamw_s);
+        if (typeof o.anon_huge_gib === 'number') train[side].anon_huge_gib?.push(o.anon_huge_gib);
         if (side === 'pytorch') torchTrainMeta = { torch: o.torch, blas: o.blas };
       } catch (e) {
         console.log(`${side} training round failed: ${(e as Error).message.slice(0, 500)}`);
@@ -264,6 +274,7 @@ it('Qwen3-0.6B shape: engine beside llama.cpp and PyTorch CPU', async () => {
     return {
       fwd_bwd_s: fb,
       fwd_bwd_s_runs: train[side].fwd_bwd_s,
+      ...(train[side].anon_huge_gib ? { anon_huge_gib_runs: train[side].anon_huge_gib } : {}),
       adamw_s: ad,
       tokens_per_s: tokens / fb,
       step_tokens_per_s: tokens / (fb + ad),

@@ -23,6 +23,21 @@ namespace {
 
 inline float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
+#if defined(__AVX512F__)
+inline __m512 Sigmoid16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 neg = _mm512_castsi512_ps(
+      _mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(static_cast<int>(0x80000000u))));
+  return _mm512_div_ps(one, _mm512_add_ps(one, expf_simd::Exp16(neg)));
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+inline __m256 Sigmoid8(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 neg = _mm256_xor_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u))));
+  return _mm256_div_ps(one, _mm256_add_ps(one, expf_simd::Exp8(neg)));
+}
+#endif
+
 // Parallel over blocks of elements when there are enough of them (as the loops in model.cc were).
 constexpr size_t kParallelMin = 65536;
 constexpr size_t kBlock = 4096;
@@ -30,21 +45,14 @@ constexpr size_t kBlock = 4096;
 void SwigluForwardRange(const float* g, const float* u, float* act, size_t begin, size_t end) {
   size_t i = begin;
 #if defined(__AVX512F__)
-  const __m512 one = _mm512_set1_ps(1.0f);
   for (; i + 16 <= end; i += 16) {
     const __m512 gv = _mm512_loadu_ps(g + i);
-    const __m512 e = expf_simd::Exp16(_mm512_castsi512_ps(
-        _mm512_xor_si512(_mm512_castps_si512(gv), _mm512_set1_epi32(static_cast<int>(0x80000000u)))));
-    const __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, e));
-    _mm512_storeu_ps(act + i, _mm512_mul_ps(_mm512_mul_ps(gv, s), _mm512_loadu_ps(u + i)));
+    _mm512_storeu_ps(act + i, _mm512_mul_ps(_mm512_mul_ps(gv, Sigmoid16(gv)), _mm512_loadu_ps(u + i)));
   }
 #elif defined(__AVX2__) && defined(__FMA__)
-  const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
   for (; i + 8 <= end; i += 8) {
     const __m256 gv = _mm256_loadu_ps(g + i);
-    const __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, expf_simd::Exp8(_mm256_xor_ps(gv, sign))));
-    _mm256_storeu_ps(act + i, _mm256_mul_ps(_mm256_mul_ps(gv, s), _mm256_loadu_ps(u + i)));
+    _mm256_storeu_ps(act + i, _mm256_mul_ps(_mm256_mul_ps(gv, Sigmoid8(gv)), _mm256_loadu_ps(u + i)));
   }
 #endif
   for (; i < end; ++i) act[i] = g[i] * Sigmoid(g[i]) * u[i];
@@ -56,9 +64,7 @@ void SwigluBackwardRange(const float* g, const float* u, float* dg, float* du, s
   const __m512 one = _mm512_set1_ps(1.0f);
   for (; i + 16 <= end; i += 16) {
     const __m512 gv = _mm512_loadu_ps(g + i);
-    const __m512 e = expf_simd::Exp16(_mm512_castsi512_ps(
-        _mm512_xor_si512(_mm512_castps_si512(gv), _mm512_set1_epi32(static_cast<int>(0x80000000u)))));
-    const __m512 sg = _mm512_div_ps(one, _mm512_add_ps(one, e));
+    const __m512 sg = Sigmoid16(gv);
     const __m512 da = _mm512_loadu_ps(dg + i);
     _mm512_storeu_ps(du + i, _mm512_mul_ps(_mm512_mul_ps(da, gv), sg));
     const __m512 tail = _mm512_add_ps(one, _mm512_mul_ps(gv, _mm512_sub_ps(one, sg)));
@@ -66,10 +72,9 @@ void SwigluBackwardRange(const float* g, const float* u, float* dg, float* du, s
   }
 #elif defined(__AVX2__) && defined(__FMA__)
   const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
   for (; i + 8 <= end; i += 8) {
     const __m256 gv = _mm256_loadu_ps(g + i);
-    const __m256 sg = _mm256_div_ps(one, _mm256_add_ps(one, expf_simd::Exp8(_mm256_xor_ps(gv, sign))));
+    const __m256 sg = Sigmoid8(gv);
     const __m256 da = _mm256_loadu_ps(dg + i);
     _mm256_storeu_ps(du + i, _mm256_mul_ps(_mm256_mul_ps(da, gv), sg));
     const __m256 tail = _mm256_add_ps(one, _mm256_mul_ps(gv, _mm256_sub_ps(one, sg)));
