@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-
-#include <sys/mman.h>
 #include <stdexcept>
 #include <string>
+
+#include <sys/mman.h>
 
 #include "engine/cpu/ops.h"
 #include "engine/cpu/panel_gemm.h"
@@ -192,7 +192,6 @@ void ColumnSum(const float* x, float* out, int rows, int n) {
     for (int i = 0; i < n; ++i) out[i] += r[i];
   }
 }
-
 
 }  // namespace
 

@@ -6,9 +6,8 @@
 #endif
 #include "engine/cpu/ops.h"
 
-#include "engine/cpu/expf_simd.h"
-
 #include "engine/cpu/chunk_pool.h"
+#include "engine/cpu/expf_simd.h"
 #include "engine/cpu/sgemm.h"
 
 #include <algorithm>
